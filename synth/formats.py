@@ -1,0 +1,346 @@
+"""File formats: traffic matrices (.npy, CSV), wiring files (JSON), OCS cross-connect tables (CSV), and
+atomic writes. Every reader names the file and the field in its errors; every writer writes a temporary
+file beside the target and renames it, so a crash never leaves a half-written file.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+from typing import Any, Mapping
+
+import numpy as np
+
+from .errors import InvalidInput
+from .model import Circuit, OCSLayout, TrafficMatrix, Wiring
+
+WIRING_FORMAT = "ocs-synth/wiring"
+WIRING_VERSION = 1
+
+
+# --------------------------------------------------------------------------------------------------
+# Plain I/O
+# --------------------------------------------------------------------------------------------------
+def read_bytes(path: str | os.PathLike) -> bytes:
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        raise InvalidInput("no such file", source=path) from None
+    except IsADirectoryError:
+        raise InvalidInput("is a folder, expected a file", source=path) from None
+    except OSError as exc:
+        raise InvalidInput(f"cannot read: {exc.strerror}", source=path) from None
+
+
+def read_text(path: str | os.PathLike) -> str:
+    data = read_bytes(path)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"not UTF-8 text (byte {exc.start})", source=os.fspath(path)) from None
+
+
+def check_output_path(path: str | os.PathLike) -> str:
+    """Fail early, before any work, when an output cannot be written there."""
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise InvalidInput(f"folder {folder} does not exist", source=path)
+    if os.path.isdir(path):
+        raise InvalidInput("is a folder, expected a file name", source=path)
+    return path
+
+
+def atomic_write(path: str | os.PathLike, data: bytes | str) -> str:
+    """Write `data` to `path` through a temporary file in the same folder and a rename."""
+    path = check_output_path(path)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.basename(path), dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def json_dumps(obj: Any) -> str:
+    """JSON with NaN/inf as null and numpy scalars as numbers."""
+    def fix(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {str(k): fix(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [fix(x) for x in v]
+        if isinstance(v, np.generic):
+            v = v.item()
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        return v
+    return json.dumps(fix(obj), indent=1, sort_keys=False) + "\n"
+
+
+# --------------------------------------------------------------------------------------------------
+# Traffic matrices
+# --------------------------------------------------------------------------------------------------
+def _parse_number(text: str, source: str, where: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise InvalidInput(f"{text.strip()!r} is not a number", field=where, source=source) from None
+
+
+def load_traffic(path: str | os.PathLike, accelerators: int | None = None) -> TrafficMatrix:
+    """Read a traffic matrix (bytes): `.npy` (N x N), or CSV as a square matrix or as `src,dst,bytes`
+    rows (a header line is allowed; repeated pairs add up). `accelerators` fixes N (and is checked)."""
+    source = os.fspath(path)
+    if source.endswith(".npy"):
+        raw = read_bytes(source)
+        try:
+            arr = np.load(io.BytesIO(raw), allow_pickle=False)
+        except (ValueError, OSError, EOFError) as exc:
+            raise InvalidInput(f"not a valid .npy file ({exc})", source=source) from None
+        if arr.dtype.kind not in "iuf":
+            raise InvalidInput(f"dtype {arr.dtype} is not numeric", field="traffic", source=source)
+    elif source.endswith(".csv"):
+        arr = _load_csv_matrix(read_text(source), source, accelerators)
+    else:
+        raise InvalidInput("unknown traffic format (expected .npy or .csv)", source=source)
+    try:
+        tm = TrafficMatrix(arr, name=os.path.basename(source))
+    except InvalidInput as exc:
+        raise exc.located(source) from None
+    if accelerators is not None and tm.accelerators != accelerators:
+        raise InvalidInput(f"matrix is {tm.accelerators} x {tm.accelerators}, the instance has "
+                           f"{accelerators} accelerators", field="traffic", source=source)
+    return tm
+
+
+def _load_csv_matrix(text: str, source: str, accelerators: int | None) -> np.ndarray:
+    rows = [r for r in csv.reader(io.StringIO(text)) if r and any(c.strip() for c in r)]
+    if not rows:
+        raise InvalidInput("empty CSV", source=source)
+    header = [c.strip().lower() for c in rows[0]]
+    if header[:3] == ["src", "dst", "bytes"]:
+        return _edge_rows(rows[1:], source, accelerators, first_line=2)
+    try:
+        [float(c) for c in rows[0]]
+    except ValueError:
+        raise InvalidInput(f"line 1: header {rows[0]!r} is neither numbers nor src,dst,bytes",
+                           source=source) from None
+    if len(rows[0]) == 3 and len(rows) != 3:
+        return _edge_rows(rows, source, accelerators, first_line=1)
+    n = len(rows)
+    out = np.zeros((n, n))
+    for i, r in enumerate(rows):
+        if len(r) != n:
+            raise InvalidInput(f"line {i + 1} has {len(r)} columns, expected {n} (a square matrix)",
+                               field="traffic", source=source)
+        out[i] = [_parse_number(c, source, f"line {i + 1}") for c in r]
+    return out
+
+
+def _edge_rows(rows: list[list[str]], source: str, accelerators: int | None, first_line: int) -> np.ndarray:
+    if not rows:
+        raise InvalidInput("no src,dst,bytes rows", source=source)
+    src, dst, val = [], [], []
+    for i, r in enumerate(rows):
+        line = f"line {i + first_line}"
+        if len(r) != 3:
+            raise InvalidInput(f"has {len(r)} columns, expected src,dst,bytes", field=line, source=source)
+        s, d = _parse_number(r[0], source, f"{line} src"), _parse_number(r[1], source, f"{line} dst")
+        if not (s.is_integer() and d.is_integer() and s >= 0 and d >= 0):
+            raise InvalidInput("src and dst must be accelerator ids (integers >= 0)", field=line, source=source)
+        b = _parse_number(r[2], source, f"{line} bytes")
+        if not math.isfinite(b) or b < 0:
+            raise InvalidInput(f"bytes {r[2].strip()} must be finite and >= 0", field=line, source=source)
+        if s == d and b > 0:
+            raise InvalidInput(f"src = dst = {int(s)}: an accelerator does not send to itself", field=line,
+                               source=source)
+        src.append(int(s)); dst.append(int(d)); val.append(b)
+    n = accelerators if accelerators is not None else max(max(src), max(dst)) + 1
+    if max(max(src), max(dst)) >= n:
+        raise InvalidInput(f"names accelerator {max(max(src), max(dst))}, the instance has {n}",
+                           field="src/dst", source=source)
+    out = np.zeros((n, n))
+    np.add.at(out, (np.array(src), np.array(dst)), np.array(val))
+    return out
+
+
+def save_traffic(tm: TrafficMatrix, path: str | os.PathLike) -> str:
+    """Write a matrix as `.npy` or as CSV `src,dst,bytes` rows (nonzeros only)."""
+    path = os.fspath(path)
+    if path.endswith(".npy"):
+        buf = io.BytesIO()
+        np.save(buf, np.asarray(tm.bytes_, dtype=np.float64), allow_pickle=False)
+        return atomic_write(path, buf.getvalue())
+    if path.endswith(".csv"):
+        i, j = np.nonzero(tm.bytes_)
+        vals = tm.bytes_[i, j].tolist()
+        lines = ["src,dst,bytes"] + [f"{a},{b},{v!r}" for a, b, v in zip(i.tolist(), j.tolist(), vals)]
+        last = tm.accelerators - 1
+        if not ((i == last).any() or (j == last).any()):  # pin N with an explicit zero entry
+            lines.append(f"{last},0,0.0")
+        return atomic_write(path, "\n".join(lines) + "\n")
+    raise InvalidInput("unknown traffic format (expected .npy or .csv)", source=path)
+
+
+# --------------------------------------------------------------------------------------------------
+# Wiring files
+# --------------------------------------------------------------------------------------------------
+def wiring_to_dict(w: Wiring) -> dict[str, Any]:
+    return {
+        "format": WIRING_FORMAT, "version": WIRING_VERSION, "accelerators": w.accelerators,
+        "ports_per_accelerator": w.ports_per_accelerator, "layout": w.layout.to_dict(),
+        "circuits": [{"switch": c.switch, "a": [c.a, c.a_port], "b": [c.b, c.b_port]} for c in w.circuits],
+        "solve": dict(w.solve) if w.solve is not None else None,
+        "instance": dict(w.instance) if w.instance is not None else None,
+    }
+
+
+def _get(doc: Mapping[str, Any], key: str, kind: type | tuple, source: str, where: str | None = None):
+    field = f"{where}.{key}" if where else key
+    if key not in doc:
+        raise InvalidInput("missing required key", field=field, source=source)
+    v = doc[key]
+    if isinstance(v, bool) and kind is not bool or not isinstance(v, kind):
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise InvalidInput(f"must be {names}, got {v!r}", field=field, source=source)
+    return v
+
+
+_WIRING_KEYS = ("format", "version", "accelerators", "ports_per_accelerator", "layout", "circuits", "solve",
+                "instance")
+
+
+def wiring_from_dict(doc: Any, *, source: str = "<wiring>") -> Wiring:
+    """Read a wiring document; structural errors raise InvalidInput naming the field. The circuits are
+    not checked against the rules here (that is `synth.verify`)."""
+    from .errors import unknown_key_message
+    if not isinstance(doc, dict):
+        raise InvalidInput("must be a JSON object", source=source)
+    for key in doc:
+        if key not in _WIRING_KEYS:
+            raise InvalidInput(unknown_key_message(key, _WIRING_KEYS), source=source)
+    if doc.get("format") != WIRING_FORMAT:
+        raise InvalidInput(f'must be "{WIRING_FORMAT}", got {doc.get("format")!r}', field="format", source=source)
+    if doc.get("version") != WIRING_VERSION:
+        raise InvalidInput(f"unsupported version {doc.get('version')!r} (this build reads {WIRING_VERSION})",
+                           field="version", source=source)
+    n = _get(doc, "accelerators", int, source)
+    p = _get(doc, "ports_per_accelerator", int, source)
+    if n < 1 or p < 1:
+        raise InvalidInput("must be >= 1", field="accelerators" if n < 1 else "ports_per_accelerator",
+                           source=source)
+    lay = doc.get("layout", {"kind": "by-port"})
+    if not isinstance(lay, dict):
+        raise InvalidInput("must be an object", field="layout", source=source)
+    kind = lay.get("kind", "by-port")
+    try:
+        if kind == "by-port":
+            radix = lay.get("switch_radix", n)
+            if isinstance(radix, bool) or not isinstance(radix, int):
+                raise InvalidInput(f"must be an integer, got {radix!r}", field="switch_radix")
+            layout = OCSLayout.uniform(n, p, radix)
+        elif kind == "explicit":
+            sop = np.array(_get(lay, "switch_of_port", list, source, "layout"))
+            if sop.shape != (n, p) or sop.dtype.kind not in "iu":
+                raise InvalidInput(f"must be {n} rows of {p} integers", field="switch_of_port")
+            layout = OCSLayout(sop, tuple(_get(lay, "switch_radix", list, source, "layout")))
+        else:
+            raise InvalidInput(f'must be "by-port" or "explicit", got {kind!r}', field="kind")
+    except InvalidInput as exc:
+        raise exc.located(source, "layout") from None
+    circuits = []
+    for i, c in enumerate(_get(doc, "circuits", list, source)):
+        where = f"circuits[{i}]"
+        if not isinstance(c, dict):
+            raise InvalidInput("must be an object", field=where, source=source)
+        extra = set(c) - {"switch", "a", "b"}
+        if extra:
+            raise InvalidInput(unknown_key_message(sorted(extra)[0], ["switch", "a", "b"]), field=where,
+                               source=source)
+        s = _get(c, "switch", int, source, where)
+        ends = []
+        for end in ("a", "b"):
+            v = _get(c, end, list, source, where)
+            if len(v) != 2 or any(isinstance(x, bool) or not isinstance(x, int) for x in v):
+                raise InvalidInput(f"must be [accelerator, port], got {v!r}", field=f"{where}.{end}", source=source)
+            ends.append(v)
+        try:
+            circuits.append(Circuit(s, ends[0][0], ends[0][1], ends[1][0], ends[1][1]))
+        except InvalidInput as exc:
+            raise exc.located(source, where) from None
+    for key in ("solve", "instance"):
+        if doc.get(key) is not None and not isinstance(doc[key], dict):
+            raise InvalidInput("must be an object or null", field=key, source=source)
+    try:
+        return Wiring(n, p, tuple(circuits), layout, solve=doc.get("solve"), instance=doc.get("instance"))
+    except InvalidInput as exc:
+        raise exc.located(source) from None
+
+
+def load_wiring(path: str | os.PathLike) -> Wiring:
+    source = os.fspath(path)
+    try:
+        doc = json.loads(read_text(source))
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+                           source=source) from None
+    return wiring_from_dict(doc, source=source)
+
+
+def save_wiring(w: Wiring, path: str | os.PathLike) -> str:
+    return atomic_write(path, json_dumps(wiring_to_dict(w)))
+
+
+# --------------------------------------------------------------------------------------------------
+# OCS cross-connect tables
+# --------------------------------------------------------------------------------------------------
+XCONNECT_HEADER = "switch,port_in,port_out"
+
+
+def xconnect_tables(w: Wiring) -> dict[int, str]:
+    """Per switch, the CSV an OCS controller loads: one duplex cross-connect per row, OCS port numbers
+    (`OCSLayout.ocs_port`: the ports attached to a switch numbered in accelerator-major order)."""
+    ocs_port = w.layout.ocs_port
+    rows: dict[int, list[str]] = {s: [] for s in range(w.layout.switches)}
+    for c in w.circuits:
+        rows[c.switch].append(f"{c.switch},{ocs_port[c.a, c.a_port]},{ocs_port[c.b, c.b_port]}")
+    return {s: "\n".join([XCONNECT_HEADER] + r) + "\n" for s, r in rows.items()}
+
+
+def write_xconnect(w: Wiring, folder: str | os.PathLike) -> list[str]:
+    """Write `switch-<s>.csv` for every switch into an existing folder; returns the paths."""
+    folder = os.fspath(folder)
+    if not os.path.isdir(folder):
+        raise InvalidInput("folder does not exist", source=folder)
+    return [atomic_write(os.path.join(folder, f"switch-{s:03d}.csv"), text)
+            for s, text in xconnect_tables(w).items()]
+
+
+def read_xconnect(texts: Mapping[int, str], layout: OCSLayout) -> list[Circuit]:
+    """Circuits back from cross-connect tables (the inverse of :func:`xconnect_tables`)."""
+    back = {}
+    a_idx, k_idx = np.nonzero(layout.switch_of_port >= 0)
+    for a, k in zip(a_idx.tolist(), k_idx.tolist()):
+        back[(int(layout.switch_of_port[a, k]), int(layout.ocs_port[a, k]))] = (a, k)
+    out = []
+    for s, text in texts.items():
+        for i, row in enumerate(csv.reader(io.StringIO(text))):
+            if i == 0 or not row:
+                continue
+            sw, pin, pout = (int(x) for x in row)
+            (a, ap), (b, bp) = back[(sw, pin)], back[(sw, pout)]
+            out.append(Circuit(sw, a, ap, b, bp))
+    return out

@@ -1,0 +1,164 @@
+import json
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from synth.errors import InvalidInput
+from synth.formats import (atomic_write, load_traffic, load_wiring, read_xconnect, save_traffic, save_wiring,
+                           wiring_from_dict, wiring_to_dict, xconnect_tables, write_xconnect)
+from synth.model import OCSLayout, TrafficMatrix, Wiring
+
+from .conftest import write
+
+HYP = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@st.composite
+def wirings(draw):
+    n = draw(st.integers(2, 12))
+    ports = draw(st.integers(1, 4))
+    seed = draw(st.integers(0, 2**16))
+    rng = np.random.default_rng(seed)
+    pairs = []
+    for _ in range(ports):
+        perm = rng.permutation(n)
+        pairs += [(int(perm[i]), int(perm[i + 1])) for i in range(0, n - 1, 2) if rng.random() < 0.7]
+    solve = draw(st.none() | st.fixed_dictionaries({"status": st.just("FEASIBLE"), "objective": st.floats(0, 1e6),
+                                                    "bound": st.just(0.0), "seed": st.integers(0, 9)}))
+    return Wiring.from_pairs(n, ports, pairs, seed=seed, solve=solve, instance={"name": "t"})
+
+
+@st.composite
+def matrices(draw):
+    n = draw(st.integers(1, 9))
+    vals = draw(st.lists(st.floats(0, 1e12, allow_nan=False) | st.just(0.0), min_size=n * n, max_size=n * n))
+    m = np.array(vals).reshape(n, n)
+    np.fill_diagonal(m, 0)
+    return m
+
+
+@HYP
+@given(wirings())
+def test_wiring_json_round_trip(tmp_path, w):
+    path = str(tmp_path / "w.json")
+    save_wiring(w, path)
+    back = load_wiring(path)
+    assert back == w and back.solve == w.solve and back.instance == w.instance
+    assert wiring_from_dict(json.loads(json.dumps(wiring_to_dict(w)))) == w
+
+
+@HYP
+@given(wirings())
+def test_xconnect_round_trip(w):
+    tables = xconnect_tables(w)
+    assert set(tables) == set(range(w.layout.switches))
+    assert all(t.splitlines()[0] == "switch,port_in,port_out" for t in tables.values())
+    assert sorted(read_xconnect(tables, w.layout)) == sorted(w.circuits)
+
+
+@HYP
+@given(matrices(), st.sampled_from([".npy", ".csv"]))
+def test_traffic_round_trip(tmp_path, m, ext):
+    path = str(tmp_path / f"t{ext}")
+    save_traffic(TrafficMatrix(m), path)
+    back = load_traffic(path, accelerators=m.shape[0])
+    assert np.array_equal(back.bytes_, m)
+
+
+def test_csv_square_and_rows(tmp_path):
+    sq = write(tmp_path, "sq.csv", "0,1,2\n3,0,4\n5,6,0\n")
+    assert load_traffic(sq).bytes_[2, 1] == 6
+    rows = write(tmp_path, "rows.csv", "src,dst,bytes\n0,3,10\n0,3,5\n2,1,7\n")
+    tm = load_traffic(rows)
+    assert tm.accelerators == 4 and tm.bytes_[0, 3] == 15
+
+
+@pytest.mark.parametrize("name,text,match", [
+    ("bad.csv", "0,1\n2\n", r"line 2 has 1 columns, expected 2"),
+    ("neg.csv", "src,dst,bytes\n0,1,-5\n", r"line 2: bytes -5 must be finite and >= 0"),
+    ("nan.csv", "src,dst,bytes\n0,1,nan\n", r"line 2: bytes nan must be finite"),
+    ("inf.csv", "0,inf\n0,0\n", r"entry \(0, 1\) is inf, must be finite"),
+    ("self.csv", "src,dst,bytes\n1,1,5\n", r"src = dst = 1"),
+    ("word.csv", "0,x\n1,0\n", r"line 1"),
+    ("empty.csv", "", r"empty CSV"),
+    ("nonsq.csv", "0,1,2,3\n1,0,2,3\n", r"line 1 has 4 columns, expected 2"),
+])
+def test_bad_csv(tmp_path, name, text, match):
+    path = write(tmp_path, name, text)
+    with pytest.raises(InvalidInput, match=match) as ei:
+        load_traffic(path)
+    assert path in str(ei.value)
+
+
+def test_bad_npy(tmp_path):
+    p = tmp_path / "x.npy"
+    np.save(p, np.ones((2, 3)))
+    with pytest.raises(InvalidInput, match=r"x.npy: traffic: must be a square matrix"):
+        load_traffic(str(p))
+    p.write_bytes(b"garbage")
+    with pytest.raises(InvalidInput, match="not a valid .npy"):
+        load_traffic(str(p))
+    np.save(p, np.zeros((3, 3)))
+    with pytest.raises(InvalidInput, match="matrix is 3 x 3, the instance has 4"):
+        load_traffic(str(p), accelerators=4)
+    with pytest.raises(InvalidInput, match="no such file"):
+        load_traffic(str(tmp_path / "missing.npy"))
+    with pytest.raises(InvalidInput, match="unknown traffic format"):
+        load_traffic(write(tmp_path, "t.txt", "1"))
+
+
+GOOD = {"format": "ocs-synth/wiring", "version": 1, "accelerators": 4, "ports_per_accelerator": 1,
+        "circuits": [{"switch": 0, "a": [0, 0], "b": [1, 0]}]}
+
+
+@pytest.mark.parametrize("patch,match", [
+    ({"format": "other"}, r"format: must be \"ocs-synth/wiring\""),
+    ({"version": 9}, r"version: unsupported version 9"),
+    ({"acelerators": 3}, r'unknown key "acelerators" \(did you mean "accelerators"\?\)'),
+    ({"accelerators": "4"}, r"accelerators: must be int"),
+    ({"circuits": [{"switch": 0, "a": [0, 0]}]}, r"circuits\[0\].b: missing required key"),
+    ({"circuits": [{"switch": 0, "a": [0], "b": [1, 0]}]}, r"circuits\[0\].a: must be \[accelerator, port\]"),
+    ({"circuits": [{"switch": 0, "a": [0, 0], "b": [9, 0]}]}, r"circuits\[0\]: accelerator outside 0..3"),
+    ({"circuits": [{"switch": 0, "a": [0, 0], "b": [1, 0], "c": 1}]}, r'unknown key "c"'),
+    ({"layout": {"kind": "weird"}}, r"layout.kind: must be \"by-port\" or \"explicit\""),
+])
+def test_bad_wiring_documents(tmp_path, patch, match):
+    doc = {**GOOD, **patch}
+    path = write(tmp_path, "w.json", json.dumps(doc))
+    with pytest.raises(InvalidInput, match=match) as ei:
+        load_wiring(path)
+    assert str(ei.value).startswith(path)
+
+
+def test_malformed_json(tmp_path):
+    with pytest.raises(InvalidInput, match=r"malformed JSON: .* line 1"):
+        load_wiring(write(tmp_path, "w.json", "{nope"))
+
+
+def test_atomic_write_never_leaves_partial_file(tmp_path, monkeypatch):
+    target = tmp_path / "out.json"
+    target.write_text("precious")
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError):
+        atomic_write(str(target), "new")
+    assert target.read_text() == "precious"
+    assert os.listdir(tmp_path) == ["out.json"]
+
+
+def test_output_into_missing_folder(tmp_path):
+    with pytest.raises(InvalidInput, match="does not exist"):
+        atomic_write(str(tmp_path / "no" / "f.json"), "x")
+    with pytest.raises(InvalidInput, match="folder does not exist"):
+        write_xconnect(Wiring(2, 1, (), OCSLayout.uniform(2, 1)), str(tmp_path / "nope"))
+
+
+def test_write_xconnect_files(tmp_path):
+    w = Wiring.from_pairs(4, 2, [(0, 1), (2, 3), (0, 2), (1, 3)])
+    paths = write_xconnect(w, str(tmp_path))
+    assert [os.path.basename(p) for p in paths] == ["switch-000.csv", "switch-001.csv"]
+    assert open(paths[0]).read().count("\n") == 3
