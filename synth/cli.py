@@ -178,5 +178,187 @@ def verify(wiring: str, instance_path: str | None, as_json: bool) -> None:
     sys.exit(EXIT_INVALID if bad else 0)
 
 
+# --------------------------------------------------------------------------------------------------
+def _load_instance_opts(path: str, sets: tuple[str, ...], context_tokens: int | None):
+    from .instance import load_instance
+    overrides = parse_sets(sets)
+    if context_tokens:
+        overrides["workload.context_tokens"] = context_tokens
+    return load_instance(path, overrides)
+
+
+def _wiring_for(inst, fabric: str, wiring_path: str | None, cache: dict):
+    """The wiring an ocs or hybrid fabric runs on: the file given, verified, or the default."""
+    from .fabric import parse_fabric
+    fab = parse_fabric(fabric)
+    if fab.kind not in ("ocs", "hybrid"):
+        return None
+    if wiring_path:
+        if "file" not in cache:
+            from .formats import load_wiring
+            from .verify import require_valid_wiring
+            cache["file"] = require_valid_wiring(load_wiring(wiring_path), inst, source=wiring_path)
+        return cache["file"]
+    return default_wiring(inst, fab.ocs_ports if fab.kind == "hybrid" else None)
+
+
+def default_wiring(inst, ocs_ports: int | None = None):
+    """Default wiring when none is given: the random expander baseline (one random perfect matching per
+    OCS switch, seeded by workload.seed), on the first `ocs_ports` ports for a hybrid fabric."""
+    import numpy as np
+    from solvers.baselines import expander
+    from .model import OCSLayout, Wiring
+    lay = inst.ocs_layout()
+    if ocs_ports is not None:
+        sop = lay.switch_of_port.copy()
+        sop[:, ocs_ports:] = -1
+        lay = OCSLayout(sop, lay.switch_radix)
+    w = expander(lay, seed=inst.workload.seed)
+    return Wiring(w.accelerators, w.ports_per_accelerator, w.circuits, inst.ocs_layout() if ocs_ports is None
+                  else lay, solve={"solver": "expander (default)", "seed": inst.workload.seed},
+                  instance=inst.summary()) if np is not None else w
+
+
+fidelity_option = click.option("--fidelity", type=click.Choice(["analytical", "flow"]), default="analytical",
+                               show_default=True, help="Analytical (alpha-beta, ECMP loads) or flow (max-min).")
+
+
+@main.command()
+@click.argument("instance", type=click.Path(dir_okay=False, path_type=str))
+@click.option("--fabric", "fabric", default="ocs", show_default=True,
+              help="ocs, eps:R, torus3d[:AxBxC], fullmesh3d[:AxBxC], scaleup, scaleout, hybrid:K.")
+@click.option("--wiring", "wiring_path", type=click.Path(dir_okay=False, path_type=str),
+              help="Wiring file for ocs / hybrid (default: the random expander baseline).")
+@fidelity_option
+@click.option("--context", "context_tokens", type=click.IntRange(1), help="Context length in tokens.")
+@set_option
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@handles_errors
+def evaluate(instance: str, fabric: str, wiring_path: str | None, fidelity: str, context_tokens: int | None,
+             sets: tuple[str, ...], as_json: bool) -> None:
+    """Evaluate one decode step of INSTANCE on a fabric: step time, tokens/s per user and per accelerator,
+    energy and cost per token, and the time of every communication op."""
+    from .evaluate import evaluate as run
+    from .fabric import parse_fabric
+    parse_fabric(fabric)
+    inst = _load_instance_opts(instance, sets, context_tokens)
+    ev = run(inst, fabric, _wiring_for(inst, fabric, wiring_path, {}), fidelity, seed=inst.workload.seed)
+    if as_json:
+        echo_json(ev.to_dict())
+        return
+    rows = [("step time (TPOT)", f"{ev.step_time_us:,.1f} us"), ("tokens/s per user", f"{ev.tokens_per_s_per_user:,.2f}"),
+            ("tokens/s per accelerator", f"{ev.tokens_per_s_per_accelerator:,.1f}"),
+            ("compute on critical path", f"{ev.compute_time_us:,.1f} us"),
+            ("communication on critical path", f"{ev.comm_time_us:,.1f} us"),
+            ("exposed communication", f"{100 * ev.exposed_comm_share:.1f} %"),
+            ("busiest link utilization", f"{100 * ev.max_link_utilization:.1f} %"),
+            ("energy per token", f"{ev.energy_per_token_j:.4f} J"),
+            ("cost per million tokens", f"${ev.cost_per_million_tokens_usd:,.3f}"),
+            ("capex (network)", f"${ev.capex_usd / 1e6:,.2f}M (${ev.network_capex_usd / 1e6:,.2f}M)")]
+    click.echo(f"{inst.name} on {ev.fabric} ({ev.fidelity}), {ev.sequences_per_step} sequences per step")
+    for k, v in rows:
+        click.echo(f"  {k:<32}{v}")
+    click.echo("  communication ops (per execution)")
+    for o in ev.ops:
+        click.echo(f"    {o.name:<18}{o.algorithm:<10}{o.time_us:>12,.2f} us  x{o.count}")
+
+
+COMPARE_COLUMNS = (("step_time_us", "step us", "{:,.1f}"), ("tokens_per_s_per_user", "tok/s/user", "{:,.2f}"),
+                   ("tokens_per_s_per_accelerator", "tok/s/acc", "{:,.1f}"), ("comm_time_us", "comm us", "{:,.1f}"),
+                   ("max_link_utilization", "max util", "{:.2f}"), ("energy_per_token_j", "J/token", "{:.4f}"),
+                   ("cost_per_million_tokens_usd", "$/Mtok", "{:.3f}"), ("network_capex_usd", "net capex $M", "{:,.2f}"))
+
+
+@main.command()
+@click.argument("instance", type=click.Path(dir_okay=False, path_type=str))
+@click.option("--fabrics", default="ocs,eps:4,eps:1,torus3d,fullmesh3d,scaleup", show_default=True,
+              help="Comma-separated fabrics.")
+@click.option("--baseline", default="eps:4", show_default=True, help="Fabric the ratios are taken against.")
+@click.option("--wiring", "wiring_path", type=click.Path(dir_okay=False, path_type=str),
+              help="Wiring file for ocs / hybrid (default: the random expander baseline).")
+@fidelity_option
+@click.option("--context", "context_tokens", type=click.IntRange(1), help="Context length in tokens.")
+@set_option
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=str),
+              help="PNG: interactivity vs energy efficiency and vs throughput per cost.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@handles_errors
+def compare(instance: str, fabrics: str, baseline: str, wiring_path: str | None, fidelity: str,
+            context_tokens: int | None, sets: tuple[str, ...], plot_path: str | None, as_json: bool) -> None:
+    """Evaluate INSTANCE on several fabrics; one table with ratios against the baseline fabric."""
+    from .evaluate import evaluate_workload
+    from .fabric import parse_fabric
+    from .formats import check_output_path
+    from .workload import build_workload
+    names = [f.strip() for f in fabrics.split(",") if f.strip()]
+    for f in names + [baseline]:
+        parse_fabric(f)
+    if baseline not in names:
+        names.append(baseline)
+    if plot_path:
+        check_output_path(plot_path)
+    inst = _load_instance_opts(instance, sets, context_tokens)
+    wl = build_workload(inst)
+    cache: dict = {}
+    results = {}
+    for i, f in enumerate(names):
+        click.echo(f"[{i + 1}/{len(names)}] {f}", err=True)
+        results[f] = evaluate_workload(wl, f, _wiring_for(inst, f, wiring_path, cache), fidelity,
+                                       seed=inst.workload.seed)
+    base = results[baseline]
+    out = {"baseline": baseline, "instance": inst.name, "fidelity": fidelity,
+           "fabrics": {f: {**r.to_dict(ops=False),
+                           "speedup_vs_baseline": base.step_time_us / r.step_time_us,
+                           "energy_ratio_vs_baseline": r.energy_per_token_j / base.energy_per_token_j,
+                           "cost_ratio_vs_baseline": r.cost_per_token / base.cost_per_token}
+                       for f, r in results.items()}}
+    if plot_path:
+        from .report import compare_plot
+        compare_plot(out, plot_path)
+        out["plot"] = plot_path
+    if as_json:
+        echo_json(out)
+        return
+    head = f"{'fabric':<16}" + "".join(f"{h:>14}" for _, h, _ in COMPARE_COLUMNS) + f"{'speedup':>9}{'J ratio':>9}{'$ ratio':>9}"
+    click.echo(f"{inst.name}: {wl.sequences} sequences per step, {fidelity}; ratios against {baseline}")
+    click.echo(head)
+    for f, r in out["fabrics"].items():
+        vals = [r[k] / (1e6 if k == "network_capex_usd" else 1) for k, _, _ in COMPARE_COLUMNS]
+        click.echo(f"{f:<16}" + "".join(f"{fmt.format(v):>14}" for (_, _, fmt), v in zip(COMPARE_COLUMNS, vals))
+                   + f"{r['speedup_vs_baseline']:>9.3f}{r['energy_ratio_vs_baseline']:>9.3f}{r['cost_ratio_vs_baseline']:>9.3f}")
+    if plot_path:
+        click.echo(f"wrote {plot_path}")
+
+
+# --------------------------------------------------------------------------------------------------
+@main.group()
+def bench() -> None:
+    """Benchmarks behind BENCHMARKS.md (speed figures; run them on the machine you report)."""
+
+
+@bench.command("workload")
+@click.argument("instance", type=click.Path(dir_okay=False, path_type=str),
+                default="instances/decode/moe5t-576.toml")
+@click.option("--repeat", default=7, show_default=True, type=click.IntRange(1))
+@handles_errors
+def bench_workload_cmd(instance: str, repeat: int) -> None:
+    """Time building an instance's decode DAG and traffic matrix."""
+    from .bench import bench_workload, machine
+    echo_json({**bench_workload(instance, repeat), "machine": machine()})
+
+
+@bench.command("flow")
+@click.option("--nodes", default=1024, show_default=True, type=click.IntRange(4))
+@click.option("--degree", default=4, show_default=True, type=click.IntRange(1))
+@click.option("--flows", default=100_000, show_default=True, type=click.IntRange(1))
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(0))
+@click.option("--repeat", default=3, show_default=True, type=click.IntRange(1))
+@handles_errors
+def bench_flow_cmd(nodes: int, degree: int, flows: int, seed: int, repeat: int) -> None:
+    """Time the flow model: routing, link loads and max-min rates of random flows on an expander."""
+    from .bench import bench_flow, machine
+    echo_json({**bench_flow(nodes, degree, flows, seed, repeat), "machine": machine()})
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -7,6 +7,7 @@ errors name the file and the dotted field.
 """
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -219,6 +220,41 @@ class WorkloadSpec:
             raise InvalidInput(f"must be >= 1, got {self.batch_per_accelerator}", field="batch_per_accelerator")
 
 
+@dataclass(frozen=True)
+class CostSpec:
+    """Prices, power and latencies of network parts and of operation (PARAMETERS.md; marked ranges are
+    assumptions to sweep). Optics prices and power are quoted per 800G port and scale linearly with the
+    port rate. Network parts draw the same power idle or busy; accelerators draw `power_w` while computing
+    and `idle_power_w` (default 30% of `power_w`) while waiting."""
+
+    lifetime_years: float = spec(4.0, gt=0, doc="amortization period of all hardware")
+    usd_per_kwh: float = spec(0.10, ge=0)
+    pue: float = spec(1.2, ge=1, doc="facility power / IT power")
+    optics_usd_per_800g: float = spec(1000.0, ge=0, doc="pluggable 800G module: $0.7k-1.4k")
+    optics_w_per_800g: float = spec(17.0, ge=0, doc="800G pluggable: 16-18 W")
+    fiber_usd_per_link: float = spec(50.0, ge=0)
+    eps_switch_ports: int = spec(64, ge=2, doc="800G ports of one packet switch (51.2T class)")
+    eps_switch_usd: float = spec(200000.0, ge=0, doc="64 x 800G switch: $150k-250k")
+    eps_switch_w: float = spec(500.0, ge=0, doc="51.2T switch: ~450-500 W")
+    eps_switch_latency_us: float = spec(0.3, ge=0, doc="port to port: ~150-330 ns")
+    ocs_usd_per_port: float = spec(750.0, ge=0, doc="assumption: ~$100k per 136-port MEMS OCS")
+    ocs_w_per_port: float = spec(0.3, ge=0, doc="a few tens of W per 136-port switch")
+    ocs_latency_us: float = spec(0.0, ge=0, doc="passive optical path: no switching delay")
+    scaleup_usd_per_port: float = spec(700.0, ge=0, doc="assumption: NVLink-switch port incl. tray share")
+    scaleup_w_per_port: float = spec(4.0, ge=0, doc="assumption")
+    scaleup_latency_us: float = spec(0.25, ge=0)
+    scaleout_nic_gbps: float = spec(800.0, gt=0, doc="scale-out NIC bandwidth per accelerator, per direction")
+    scaleout_nic_usd: float = spec(1500.0, ge=0)
+    scaleout_nic_w: float = spec(25.0, ge=0)
+    scaleout_latency_us: float = spec(1.5, ge=0, doc="NIC and host stack, per message")
+    torus_dims: tuple[int, ...] = spec((), ge=1, doc="3D torus / full-mesh dimensions (default: near-cubic)")
+
+    def __post_init__(self) -> None:
+        validate(self)
+        if self.torus_dims and len(self.torus_dims) != 3:
+            raise InvalidInput("must list 3 dimensions", field="torus_dims")
+
+
 @dataclass(frozen=True, eq=False)
 class Instance:
     """A deployment: `accelerators` copies of `hardware`, joined by `fabric`, serving `model`."""
@@ -229,6 +265,7 @@ class Instance:
     fabric: FabricSpec = field(default_factory=FabricSpec)
     parallelism: ParallelismSpec = field(default_factory=ParallelismSpec)
     workload: WorkloadSpec = field(default_factory=WorkloadSpec)
+    costs: CostSpec = field(default_factory=CostSpec)
     name: str = ""
     description: str = ""
     source: str = ""
@@ -302,6 +339,9 @@ class Instance:
             if shape != (n, self.hardware.ports):
                 raise InvalidInstance(f"must be {n} rows of {self.hardware.ports} switches",
                                       field="fabric.switch_of_port")
+        if self.costs.torus_dims and math.prod(self.costs.torus_dims) != n:
+            raise InvalidInstance(f"{' x '.join(map(str, self.costs.torus_dims))} is not {n} accelerators",
+                                  field="costs.torus_dims")
         if fab.ocs_ports is not None and fab.ocs_ports > self.hardware.ports:
             raise InvalidInstance(f"{fab.ocs_ports} exceeds the {self.hardware.ports} ports",
                                   field="fabric.ocs_ports")
@@ -361,7 +401,7 @@ class Instance:
 
 
 _TOP_KEYS = ("format", "version", "name", "description", "source", "hardware", "fabric", "model",
-             "parallelism", "workload")
+             "parallelism", "workload", "costs")
 
 
 def _set_dotted(doc: dict[str, Any], key: str, value: Any) -> None:
@@ -412,11 +452,12 @@ def instance_from_dict(doc: Mapping[str, Any], *, source: str | None = None) -> 
     fabric = from_mapping(FabricSpec, doc.get("fabric", {}), prefix="fabric", source=source)
     par = from_mapping(ParallelismSpec, doc.get("parallelism", {}), prefix="parallelism", source=source)
     wl = from_mapping(WorkloadSpec, doc.get("workload", {}), prefix="workload", source=source)
+    costs = from_mapping(CostSpec, doc.get("costs", {}), prefix="costs", source=source)
     for key in ("name", "description", "source"):
         if key in doc and not isinstance(doc[key], str):
             raise InvalidInput(f"must be a string, got {doc[key]!r}", field=key, source=source)
     try:
-        return Instance(n, hardware, model, fabric, par, wl, name=doc.get("name", ""),
+        return Instance(n, hardware, model, fabric, par, wl, costs, name=doc.get("name", ""),
                         description=doc.get("description", ""), source=doc.get("source", ""), path=source)
     except InvalidInput as exc:
         raise exc.located(source) from None
@@ -459,10 +500,11 @@ def instance_to_dict(inst: Instance) -> dict[str, Any]:
     doc: dict[str, Any] = {"format": FORMAT, "version": VERSION, "name": inst.name,
                            "description": inst.description, "source": inst.source, "hardware": hw,
                            "model": to_mapping(inst.model)}
-    for key, obj in (("fabric", inst.fabric), ("parallelism", inst.parallelism), ("workload", inst.workload)):
+    for key, obj in (("fabric", inst.fabric), ("parallelism", inst.parallelism), ("workload", inst.workload),
+                     ("costs", inst.costs)):
         doc[key] = {k: v for k, v in to_mapping(obj).items() if v is not None}
     return doc
 
 
-__all__ = ["Instance", "ModelSpec", "FabricSpec", "ParallelismSpec", "WorkloadSpec", "load_instance",
+__all__ = ["Instance", "CostSpec", "ModelSpec", "FabricSpec", "ParallelismSpec", "WorkloadSpec", "load_instance",
            "instance_from_dict", "instance_to_dict", "parse_override", "FABRIC_KINDS", "field_names"]

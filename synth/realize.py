@@ -16,7 +16,7 @@ import numpy as np
 from .errors import Infeasible, InvalidInput
 
 
-def realize(layout, pairs: Iterable[tuple[int, int]], *, seed: int = 0, max_tries: int = 64):
+def realize(layout, pairs: Iterable[tuple[int, int]], *, seed: int = 0, max_tries: int = 64, restarts: int = 8):
     """Assign each (a, b) pair a switch and a port at each end. Returns a tuple of Circuits.
 
     >>> from synth.model import OCSLayout
@@ -24,12 +24,26 @@ def realize(layout, pairs: Iterable[tuple[int, int]], *, seed: int = 0, max_trie
     >>> sorted((c.switch, c.a, c.b) for c in cs)
     [(0, 0, 1), (0, 2, 3), (1, 0, 3), (1, 1, 2)]
     """
+    edges = np.asarray(list(pairs), dtype=np.int64).reshape(-1, 2)
+    last: Infeasible | None = None
+    for attempt in range(restarts):
+        try:
+            return _realize_once(layout, edges, seed=seed + 7919 * attempt, max_tries=max_tries,
+                                 shuffle=attempt > 0)
+        except Infeasible as exc:
+            if "OCS ports" in str(exc):
+                raise
+            last = exc
+    assert last is not None
+    raise last
+
+
+def _realize_once(layout, edges: np.ndarray, *, seed: int, max_tries: int, shuffle: bool):
     from .model import Circuit
 
     n, switches = layout.accelerators, layout.switches
     cap = layout.capacity
     radix_circuits = np.array([r // 2 for r in layout.switch_radix], dtype=np.int64)
-    edges = np.asarray(list(pairs), dtype=np.int64).reshape(-1, 2)
     if edges.size and (edges.min() < 0 or edges.max() >= n):
         raise InvalidInput(f"pair names an accelerator outside 0..{n - 1}", field="pairs")
     loops = np.flatnonzero(edges[:, 0] == edges[:, 1])
@@ -71,7 +85,8 @@ def realize(layout, pairs: Iterable[tuple[int, int]], *, seed: int = 0, max_trie
         colour[e] = -1
 
     # Greedy: highest-degree endpoints first, each edge on the common free switch with most room.
-    order = np.lexsort((np.arange(m), -(deg[edges[:, 0]] + deg[edges[:, 1]])))
+    tie = rng.permutation(m) if shuffle else np.arange(m)
+    order = np.lexsort((tie, -(deg[edges[:, 0]] + deg[edges[:, 1]])))
     pending = []
     for e in order:
         u, v = edges[e]
@@ -118,8 +133,6 @@ def realize(layout, pairs: Iterable[tuple[int, int]], *, seed: int = 0, max_trie
                     unassign(x)
                 for x, c in old:
                     assign(x, c)
-        else:
-            pass
         if colour[e] < 0:
             raise Infeasible(f"cannot put circuit ({u}, {v}) on any switch: the multigraph is not "
                              f"{switches}-edge-colourable within the port layout")

@@ -1,0 +1,236 @@
+"""Evaluate one decode step of a deployment on a fabric: step time, tokens/s per user and per accelerator,
+energy and cost per token.
+
+Analytical fidelity: each communication op runs the best of its collective algorithms
+(:mod:`synth.collectives`); a phase costs ``step_latency_us`` (alpha) + the largest path latency among its
+transfers + the bytes on the most loaded link / that link's bandwidth, with every group of the op running
+at once and traffic split over all shortest paths (ECMP, :func:`~synth.network.ecmp_loads`). On a ring of n
+ranks with neighbour links of bandwidth B this gives ring all-reduce = 2(n-1)(alpha + hop) + 2(n-1)/n M/B.
+Compute ops take their roofline time (:mod:`synth.workload`).
+
+Flow fidelity: the same algorithm's phases are re-timed as flows: every transfer is routed on
+``paths_per_flow`` shortest paths and the phase lasts until its last flow completes under max-min fair
+sharing (:func:`~synth.network.completion_time`, rates recomputed at up to ``FLOW_EVENTS`` completion
+events, then held: an upper bound).
+
+Step time = the critical path of the decode DAG of one micro-batch (with dual-batch overlap: per layer the
+larger of its compute and its communication), and never less than the busiest link's total busy time over
+the step (all ops, all micro-batches, background transfers such as P/D KV included).
+
+Energy per step = accelerators at ``power_w`` while computing and ``idle_power_w`` otherwise + network parts
+(always on), times PUE; cost per token = (hardware capex / lifetime + energy price) per second x step time /
+tokens per step.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from .collectives import Phase, algorithms
+from .fabric import FabricChoice, Inventory, build_network, parse_fabric
+from .model import CollectiveKind, Wiring
+from .network import Network, completion_time, ecmp_loads, sample_paths
+from .workload import CommOp, ComputeOp, Workload, build_workload
+
+SECONDS_PER_YEAR = 365.25 * 24 * 3600
+FLOW_EVENTS = 16   # max-min recomputations per phase in the flow model (then current rates: an upper bound)
+EVALUATE_KEYS = ("step_time_us", "tokens_per_s_per_user", "tokens_per_s_per_accelerator", "energy_per_token_j",
+                 "cost_per_token", "comm_time_us", "compute_time_us", "max_link_utilization")
+
+
+@dataclass(frozen=True)
+class OpTiming:
+    name: str
+    kind: str
+    algorithm: str
+    time_us: float
+    count: int
+    link_loads: np.ndarray = field(repr=False, compare=False, default=None)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    fabric: str
+    fidelity: str
+    step_time_us: float
+    tokens_per_s_per_user: float
+    tokens_per_s_per_accelerator: float
+    energy_per_token_j: float
+    cost_per_token: float
+    comm_time_us: float
+    compute_time_us: float
+    max_link_utilization: float
+    exposed_comm_share: float
+    cost_per_million_tokens_usd: float
+    tokens_per_s_per_musd: float
+    capex_usd: float
+    network_capex_usd: float
+    power_w: float
+    network_power_w: float
+    sequences_per_step: int
+    bandwidth_bound_us: float
+    ops: tuple[OpTiming, ...] = ()
+    wall_s: float = 0.0
+
+    def to_dict(self, ops: bool = True) -> dict[str, Any]:
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k not in ("ops",)}
+        if ops:
+            d["ops"] = [{"name": o.name, "kind": o.kind, "algorithm": o.algorithm, "time_us": o.time_us,
+                         "count": o.count} for o in self.ops]
+        return d
+
+
+def _scatter(net: Network, groups: np.ndarray, pattern: np.ndarray) -> np.ndarray:
+    dem = np.zeros((net.accelerators, net.accelerators))
+    dem[groups[:, :, None], groups[:, None, :]] += pattern
+    return dem
+
+
+def phase_time_us(net: Network, groups: np.ndarray, phase: Phase, alpha_us: float, fidelity: str = "analytical",
+                  paths_per_flow: int = 4, seed: int = 0) -> tuple[float, np.ndarray]:
+    """Time of one repetition of a phase run by all groups at once, and its link loads (bytes)."""
+    dem = _scatter(net, groups, phase.pattern)
+    loads = ecmp_loads(net, dem)
+    lat = net.path_latency_us
+    has = dem > 0
+    latency = float(lat[has].max()) if has.any() else 0.0
+    if fidelity == "flow":
+        s, d = np.nonzero(has)
+        inc, flow_of, _ = sample_paths(net, s, d, paths_per_flow, seed)
+        sizes = dem[s, d][flow_of] / paths_per_flow
+        transfer_s = completion_time(inc, net.capacity_bps, sizes, max_events=FLOW_EVENTS)
+    else:
+        transfer_s = float((loads / net.capacity_bps).max()) if loads.any() else 0.0
+    return alpha_us + latency + transfer_s * 1e6, loads
+
+
+def time_collective(net: Network, op: CommOp, alpha_us: float, fidelity: str = "analytical",
+                    algorithm: str | None = None, seed: int = 0) -> OpTiming:
+    """Best algorithm for the op on this network (or the named one)."""
+    pattern = op.pattern if op.collective in (CollectiveKind.ALLTOALLV, CollectiveKind.P2P) else None
+    algs = algorithms(op.collective, op.group_size, op.message_bytes, pattern)
+    if op.collective == CollectiveKind.ALLTOALL:
+        algs = {"direct": [Phase(op.pattern)], **{k: v for k, v in algs.items() if k != "direct"}}
+    if algorithm:
+        algs = {algorithm: algs[algorithm]}
+    best: OpTiming | None = None
+    for name, phases in algs.items():
+        total, loads = 0.0, np.zeros(net.links)
+        cache: dict[int, tuple[float, np.ndarray]] = {}
+        for ph in phases:
+            key = id(ph.pattern)
+            if key not in cache:
+                cache[key] = phase_time_us(net, op.groups, ph, alpha_us, "analytical", seed=seed)
+            t, ld = cache[key]
+            total += t * ph.repeat
+            loads = loads + ld * ph.repeat
+        if best is None or total < best.time_us:
+            best = OpTiming(op.name, op.kind, name, total, op.count, loads)
+    assert best is not None
+    if fidelity == "flow":
+        total = sum(phase_time_us(net, op.groups, ph, alpha_us, "flow", seed=seed)[0] * ph.repeat
+                    for ph in algs[best.algorithm])
+        best = OpTiming(op.name, op.kind, best.algorithm, total, op.count, best.link_loads)
+    return best
+
+
+def evaluate_workload(wl: Workload, fabric: FabricChoice | str, wiring: Wiring | None = None,
+                      fidelity: str = "analytical", seed: int = 0,
+                      progress: Callable[[str], None] | None = None) -> Evaluation:
+    """Evaluate a built workload on a fabric (see the module doc for the model)."""
+    if fidelity not in ("analytical", "flow"):
+        from .errors import InvalidInput
+        raise InvalidInput(f"must be analytical or flow, got {fidelity!r}", field="fidelity")
+    t0 = time.perf_counter()
+    fab = parse_fabric(fabric) if isinstance(fabric, str) else fabric
+    inst = wl.instance
+    net, inv = build_network(inst, fab, wiring)
+    net.check_connected(wl.traffic.bytes_)
+    alpha = inst.hardware.step_latency_us
+    timing: dict[str, OpTiming] = {}
+    for op in wl.comm_ops():
+        if progress:
+            progress(f"{fab.label}: {op.name}")
+        timing[op.name] = time_collective(net, op, alpha, fidelity, seed=seed)
+    # critical path of one micro-batch through the DAG
+    g = wl.graph
+    import networkx as nx
+    finish: dict[str, float] = {}
+    comm_on: dict[str, float] = {}
+    comp_on: dict[str, float] = {}
+    for node in nx.topological_sort(g):
+        op = g.nodes[node]["op"]
+        if getattr(op, "background", False):
+            continue
+        dur = timing[op.name].time_us if isinstance(op, CommOp) else op.time_s * 1e6
+        preds = [p for p in g.predecessors(node)]
+        start_from = max(preds, key=lambda p: finish[p], default=None)
+        base = finish[start_from] if start_from else 0.0
+        finish[node] = base + dur
+        comm_on[node] = (comm_on[start_from] if start_from else 0.0) + (dur if isinstance(op, CommOp) else 0.0)
+        comp_on[node] = (comp_on[start_from] if start_from else 0.0) + (0.0 if isinstance(op, CommOp) else dur)
+    last = max(finish, key=finish.get)
+    path_time, comm_us, comp_us = finish[last], comm_on[last], comp_on[last]
+    if inst.workload.dual_batch_overlap:
+        per_layer_comm: dict[int, float] = {}
+        per_layer_comp: dict[int, float] = {}
+        for node in finish:
+            layer = g.nodes[node]["layer"]
+            op = g.nodes[node]["op"]
+            if isinstance(op, CommOp):
+                per_layer_comm[layer] = per_layer_comm.get(layer, 0.0) + timing[op.name].time_us
+            elif op.name != "shared_expert":
+                per_layer_comp[layer] = per_layer_comp.get(layer, 0.0) + op.time_s * 1e6
+        layers = set(per_layer_comm) | set(per_layer_comp)
+        # two half micro-batches: communication of one hides behind compute of the other; a half batch
+        # pays the alphas twice, approximated by keeping the full comm time as the floor.
+        path_time = sum(max(per_layer_comm.get(l, 0.0), per_layer_comp.get(l, 0.0)) for l in layers)
+    # busiest link over the whole step (all micro-batches, all layers, background included)
+    busy = np.zeros(net.links)
+    for op in wl.comm_ops():
+        busy += timing[op.name].link_loads * op.count / max(1, 1)
+    busy_us = float((busy / net.capacity_bps).max()) * 1e6 if busy.any() else 0.0
+    # the DAG holds one micro-batch; pipeline stages overlap micro-batches, so per-micro-batch op counts
+    # are normalized by micro_batches for the time a link is busy in one step period
+    step_us = max(path_time, busy_us)
+    n = inst.accelerators
+    tokens = wl.sequences
+    step_s = step_us * 1e-6
+    hw, c = inst.hardware, inst.costs
+    idle_w = hw.idle_power_w or 0.3 * hw.power_w
+    busy_frac = min(1.0, comp_us / step_us) if step_us > 0 else 0.0
+    acc_power = n * (hw.power_w * busy_frac + idle_w * (1 - busy_frac))
+    net_power = inv.power_w(inst)
+    power = (acc_power + net_power) * c.pue
+    energy_per_token = power * step_s / tokens
+    net_capex = inv.capex_usd(inst)
+    capex = n * hw.price_usd + net_capex
+    usd_per_s = capex / (c.lifetime_years * SECONDS_PER_YEAR) + power / 1000 * c.usd_per_kwh / 3600
+    cost_per_token = usd_per_s * step_s / tokens
+    tps = tokens / step_s
+    max_util = busy_us / step_us if step_us > 0 else 0.0
+    return Evaluation(
+        fabric=fab.label, fidelity=fidelity, step_time_us=step_us, tokens_per_s_per_user=1e6 / step_us,
+        tokens_per_s_per_accelerator=tps / n, energy_per_token_j=energy_per_token, cost_per_token=cost_per_token,
+        comm_time_us=comm_us, compute_time_us=comp_us, max_link_utilization=max_util,
+        exposed_comm_share=max(0.0, 1 - comp_us / step_us) if step_us > 0 else 0.0,
+        cost_per_million_tokens_usd=cost_per_token * 1e6, tokens_per_s_per_musd=tps / (capex / 1e6),
+        capex_usd=capex, network_capex_usd=net_capex, power_w=power, network_power_w=net_power * c.pue,
+        sequences_per_step=tokens, bandwidth_bound_us=busy_us, ops=tuple(timing.values()),
+        wall_s=time.perf_counter() - t0)
+
+
+def evaluate(instance, fabric: FabricChoice | str, wiring: Wiring | None = None, fidelity: str = "analytical",
+             seed: int = 0, progress: Callable[[str], None] | None = None) -> Evaluation:
+    """Build the instance's decode step and evaluate it on `fabric`.
+
+    >>> import synth
+    >>> from synth.evaluate import evaluate
+    >>> ev = evaluate(synth.load_instance("instances/decode/llama405b-tp8pp2-16.toml"), "scaleup")
+    >>> ev.step_time_us > ev.compute_time_us > 0
+    True
+    """
+    return evaluate_workload(build_workload(instance), fabric, wiring, fidelity, seed, progress)

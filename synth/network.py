@@ -1,0 +1,359 @@
+"""Routing and flow models on a network graph (accelerators and switches as nodes, directed links with
+capacities). Shared by the evaluator and by solvers (as objectives); vectorized with numpy and
+scipy.sparse.csgraph, no per-flow Python loops.
+
+- :func:`ecmp_loads`: link loads of a demand matrix under ECMP with per-hop splitting in proportion to link
+  capacity over all shortest (hop-count) paths: exact fluid split, processed level by level for all
+  destinations at once.
+- :func:`sample_paths`: each flow's sub-flows on shortest paths chosen hop by hop (seeded), as a sparse
+  flow x link incidence matrix.
+- :func:`maxmin_rates`: max-min fair rates by progressive filling; :func:`completion_time`: when the last
+  flow finishes under max-min sharing that is recomputed whenever flows finish.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import shortest_path
+
+from .errors import InvalidInput
+
+UNREACHABLE = np.iinfo(np.int32).max
+
+
+@dataclass(frozen=True, eq=False)
+class Network:
+    """Directed links `src[e] -> dst[e]` with `capacity_bps[e]` (bytes/s) and `latency_us[e]`. Nodes
+    0..accelerators-1 are accelerators; the rest are switches with `node_latency_us`. `forwards[v]` says
+    whether traffic may pass through node v (switches always; accelerators in direct networks)."""
+
+    name: str
+    accelerators: int
+    nodes: int
+    src: np.ndarray
+    dst: np.ndarray
+    capacity_bps: np.ndarray
+    latency_us: np.ndarray
+    node_latency_us: np.ndarray
+    forwards: np.ndarray
+    meta: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_pairs(cls, name: str, accelerators: int, nodes: int, pairs: np.ndarray, capacity_bps: np.ndarray,
+                   latency_us: np.ndarray | float, node_latency_us: np.ndarray | float = 0.0,
+                   forwards: np.ndarray | None = None, meta: dict | None = None) -> "Network":
+        """Build from undirected (u, v) pairs (duplex links: one directed link each way); parallel pairs
+        merge into one link with the summed capacity."""
+        pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+        cap = np.broadcast_to(np.asarray(capacity_bps, dtype=np.float64), (len(pairs),))
+        lat = np.broadcast_to(np.asarray(latency_us, dtype=np.float64), (len(pairs),))
+        s = np.concatenate([pairs[:, 0], pairs[:, 1]])
+        d = np.concatenate([pairs[:, 1], pairs[:, 0]])
+        c = np.concatenate([cap, cap])
+        la = np.concatenate([lat, lat])
+        key = s * nodes + d
+        uniq, inv = np.unique(key, return_inverse=True)
+        capm = np.bincount(inv, weights=c, minlength=len(uniq))
+        latm = np.zeros(len(uniq))
+        np.maximum.at(latm, inv, la)
+        node_lat = np.broadcast_to(np.asarray(node_latency_us, dtype=np.float64), (nodes,)).copy()
+        fw = np.ones(nodes, dtype=bool) if forwards is None else np.asarray(forwards, dtype=bool)
+        return cls(name, accelerators, nodes, uniq // nodes, uniq % nodes, capm, latm, node_lat, fw, meta or {})
+
+    @property
+    def links(self) -> int:
+        return int(len(self.src))
+
+    @cached_property
+    def adjacency(self) -> sp.csr_matrix:
+        return sp.csr_matrix((np.ones(self.links), (self.src, self.dst)), shape=(self.nodes, self.nodes))
+
+    @cached_property
+    def dist(self) -> np.ndarray:
+        """Hop distances (nodes x nodes); UNREACHABLE where there is no path. Paths pass only through
+        nodes that forward."""
+        if not self.forwards.all():
+            return self._dist_endpoints()
+        d = shortest_path(self.adjacency, method="D", unweighted=True, directed=True)
+        return np.where(np.isfinite(d), d, UNREACHABLE).astype(np.int32)
+
+    def _dist_endpoints(self) -> np.ndarray:
+        fw_links = self.forwards[self.src]
+        g = sp.csr_matrix((np.ones(int(fw_links.sum())), (self.src[fw_links], self.dst[fw_links])),
+                          shape=(self.nodes, self.nodes))
+        d_fw = shortest_path(g, method="D", unweighted=True, directed=True)
+        # from a non-forwarding node v: 1 + min over its out-neighbours u of d_fw[u, :]
+        out = d_fw.copy()
+        for v in np.flatnonzero(~self.forwards):
+            nb = self.dst[self.src == v]
+            row = np.full(self.nodes, np.inf)
+            if nb.size:
+                row = 1 + d_fw[nb].min(axis=0)
+            row[v] = 0
+            out[v] = row
+        return np.where(np.isfinite(out), out, UNREACHABLE).astype(np.int32)
+
+    @cached_property
+    def path_latency_us(self) -> np.ndarray:
+        """Latency of the lowest-latency shortest-hop path between accelerators (links plus the nodes
+        passed through), accelerators x accelerators."""
+        n = self.accelerators
+        w = self.latency_us + np.where(self.dst < n, 0.0, self.node_latency_us[self.dst])
+        big = 1e6  # hop-shortest first, latency as the tie-break: weight = hops * big + latency
+        g = sp.csr_matrix((big + w, (self.src, self.dst)), shape=(self.nodes, self.nodes))
+        d = shortest_path(g, method="D", directed=True, indices=np.arange(n))[:, :n]
+        return np.where(np.isfinite(d), np.mod(d, big), np.inf)
+
+    def check_connected(self, demand: np.ndarray) -> None:
+        """Raise InvalidInput naming the first pair with demand but no path."""
+        n = self.accelerators
+        bad = (demand[:n, :n] > 0) & (self.dist[:n, :n] >= UNREACHABLE)
+        if bad.any():
+            i, j = np.argwhere(bad)[0]
+            raise InvalidInput(f"accelerators {i} and {j} exchange {demand[i, j]:.3g} bytes but the {self.name} "
+                               "fabric has no path between them", field="wiring")
+
+
+def ecmp_loads(net: Network, demand: np.ndarray) -> np.ndarray:
+    """Bytes on each link when `demand` (accelerators x accelerators, bytes) is routed on all shortest paths,
+    split at every hop in proportion to the capacity of the next-hop links.
+
+    >>> import numpy as np
+    >>> ring = Network.from_pairs("ring", 4, 4, [(0, 1), (1, 2), (2, 3), (3, 0)], 1.0, 0.0)
+    >>> dem = np.zeros((4, 4)); dem[0, 2] = 8.0
+    >>> sorted(ecmp_loads(ring, dem)[ecmp_loads(ring, dem) > 0].tolist())
+    [4.0, 4.0, 4.0, 4.0]
+    """
+    n = net.accelerators
+    demand = np.asarray(demand, dtype=np.float64)
+    dests = np.flatnonzero(demand.sum(axis=0) > 0)
+    loads = np.zeros(net.links)
+    if dests.size == 0:
+        return loads
+    net.check_connected(demand)
+    src, dst, cap = net.src, net.dst, net.capacity_bps
+    # process destinations in blocks to bound memory (links x block)
+    block = max(1, int(4e6 // max(net.links, 1)))
+    inc_dst = sp.csr_matrix((np.ones(net.links), (dst, np.arange(net.links))), shape=(net.nodes, net.links))
+    inc_src = sp.csr_matrix((np.ones(net.links), (src, np.arange(net.links))), shape=(net.nodes, net.links))
+    fw = net.forwards
+    for start in range(0, dests.size, block):
+        ds = dests[start:start + block]
+        D = net.dist[:, ds].astype(np.int64)                      # nodes x k
+        Ds, Dd = D[src], D[dst]
+        # next hop must be closer; it must forward unless it is the destination itself
+        on = (Dd == Ds - 1) & (fw[dst][:, None] | (Dd == 0))
+        w = np.where(on, cap[:, None], 0.0)
+        W = inc_src @ w                                           # nodes x k
+        with np.errstate(invalid="ignore", divide="ignore"):
+            frac = np.where(on, w / W[src], 0.0)
+        F = np.zeros((net.nodes, ds.size))
+        F[:n] = demand[:, ds]
+        levels = D[:n][F[:n] > 0]
+        top = int(levels.max()) if levels.size else 0
+        for L in range(top, 0, -1):
+            act = Ds == L
+            contrib = np.where(act, F[src] * frac, 0.0)
+            loads += contrib.sum(axis=1)
+            F += inc_dst @ contrib
+    return loads
+
+
+def sample_paths(net: Network, s: np.ndarray, d: np.ndarray, paths_per_flow: int = 1, seed: int = 0,
+                 chunk: int = 50_000) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
+    """Route flow i (s[i] -> d[i]) on `paths_per_flow` shortest paths, each chosen hop by hop uniformly
+    among the next hops that are closer to d (seeded). Returns (incidence: subflows x links, flow index of
+    each subflow, hop count of each subflow)."""
+    s = np.asarray(s, dtype=np.int64)
+    d = np.asarray(d, dtype=np.int64)
+    if s.size == 0:
+        return sp.csr_matrix((0, net.links)), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    dm = np.zeros((net.accelerators, net.accelerators))
+    dm[s, d] = 1.0
+    net.check_connected(dm)
+    deg = np.bincount(net.src, minlength=net.nodes)
+    maxdeg = int(deg.max())
+    order = np.argsort(net.src, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(deg)])
+    nbr = np.full((net.nodes, maxdeg), -1, dtype=np.int64)
+    eid = np.full((net.nodes, maxdeg), -1, dtype=np.int64)
+    pos = np.arange(net.links) - starts[net.src[order]]
+    nbr[net.src[order], pos] = net.dst[order]
+    eid[net.src[order], pos] = order
+    rng = np.random.default_rng(seed)
+    flow_of = np.repeat(np.arange(s.size), paths_per_flow)
+    S, Dn = s[flow_of], d[flow_of]
+    rows, cols = [], []
+    hops = net.dist[S, Dn].astype(np.int64)
+    fw = net.forwards
+    for c0 in range(0, S.size, chunk):
+        cur = S[c0:c0 + chunk].copy()
+        dd = Dn[c0:c0 + chunk]
+        idx = np.arange(c0, c0 + cur.size)
+        alive = cur != dd
+        while alive.any():
+            cu, de, ix = cur[alive], dd[alive], idx[alive]
+            cand = nbr[cu]                                        # f x maxdeg
+            ok = cand >= 0
+            cd = np.where(ok, net.dist[np.where(ok, cand, 0), de[:, None]], UNREACHABLE)
+            ok &= (cd == net.dist[cu, de][:, None] - 1) & (fw[np.where(ok, cand, 0)] | (cand == de[:, None]))
+            cnt = ok.sum(axis=1)
+            pick = np.floor(rng.random(cu.size) * cnt).astype(np.int64)
+            col = np.argmax(np.cumsum(ok, axis=1) > pick[:, None], axis=1)
+            e = eid[cu, col]
+            rows.append(ix)
+            cols.append(e)
+            nxt = nbr[cu, col]
+            cur[alive] = nxt
+            alive = cur != dd
+    r = np.concatenate(rows)
+    c = np.concatenate(cols)
+    inc = sp.csr_matrix((np.ones(r.size), (r, c)), shape=(S.size, net.links))
+    return inc, flow_of, hops
+
+
+def _gather_rows(m: sp.csr_matrix, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Column indices and values of the given CSR rows, concatenated (vectorized)."""
+    starts, ends = m.indptr[rows], m.indptr[rows + 1]
+    lens = ends - starts
+    total = int(lens.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    offs = np.repeat(starts - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens)
+    idx = offs + np.arange(total)
+    return m.indices[idx], m.data[idx]
+
+
+def maxmin_rates(inc: sp.csr_matrix, capacity: np.ndarray, active: np.ndarray | None = None,
+                 tol: float = 1e-9) -> np.ndarray:
+    """Max-min fair rates of the flows (rows of `inc`, entries = share of the flow on each link) on links
+    of `capacity` by progressive filling: raise every unfrozen flow's rate together until links saturate,
+    freeze the flows crossing them, repeat. Each round touches only the links that saturate and the flows
+    they freeze, so the whole fill costs O(nonzeros + rounds x links).
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> inc = sp.csr_matrix(np.array([[1, 1], [1, 0], [0, 1]]))   # flow 0 uses both links
+    >>> maxmin_rates(inc, np.array([1.0, 3.0])).tolist()
+    [0.5, 0.5, 2.5]
+    """
+    inc = sp.csr_matrix(inc)
+    nflows = inc.shape[0]
+    rates = np.zeros(nflows)
+    act = np.ones(nflows, dtype=bool) if active is None else np.asarray(active, dtype=bool).copy()
+    act &= np.diff(inc.indptr) > 0
+    inc_t = inc.T.tocsr()
+    users = inc_t @ act.astype(np.float64)
+    residual = np.asarray(capacity, dtype=np.float64).copy()
+    level = 0.0
+    live = users > tol
+    while live.any():
+        share = residual[live] / users[live]
+        delta = float(share.min())
+        level += delta
+        residual[live] -= delta * users[live]
+        lidx = np.flatnonzero(live)
+        sat = lidx[share <= delta * (1 + 1e-9) + 1e-300]
+        flows, _ = _gather_rows(inc_t, sat)
+        flows = np.unique(flows)
+        flows = flows[act[flows]]
+        rates[flows] = level
+        act[flows] = False
+        cols, vals = _gather_rows(inc, flows)
+        users -= np.bincount(cols, weights=vals, minlength=users.size)
+        users[sat] = 0.0
+        live = users > tol
+    return rates
+
+
+def completion_time(inc: sp.csr_matrix, capacity: np.ndarray, sizes: np.ndarray, max_events: int = 64) -> float:
+    """Time until every flow of `sizes` bytes is done under max-min fair sharing, with rates recomputed each
+    time flows finish (flows finishing within a relative 1e-9 of each other finish together). After
+    `max_events` recomputations the remaining flows finish at their current rates, which can only
+    overestimate the time (capacity freed later is not reused): symmetric collective phases finish in a
+    handful of events, so the cap matters only for heterogeneous traffic.
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> inc = sp.csr_matrix(np.array([[1, 1], [1, 0], [0, 1]]))
+    >>> completion_time(inc, np.array([1.0, 3.0]), np.array([1.0, 1.0, 5.0]))
+    2.0
+    """
+    remaining = np.asarray(sizes, dtype=np.float64).copy()
+    active = remaining > 0
+    t = 0.0
+    for _ in range(max_events):
+        if not active.any():
+            return t
+        r = maxmin_rates(inc, capacity, active)
+        if (active & (r <= 0)).any():
+            raise InvalidInput("a flow has no capacity on its path", field="capacity")
+        finish = np.where(active, remaining / np.where(r > 0, r, 1.0), np.inf)
+        dt = float(finish.min())
+        t += dt
+        done = active & (finish <= dt * (1 + 1e-9))
+        remaining = np.where(active, remaining - r * dt, remaining)
+        remaining[done] = 0.0
+        active &= ~done
+    if not active.any():
+        return t
+    r = maxmin_rates(inc, capacity, active)
+    return t + float(np.max(np.where(active, remaining / np.maximum(r, 1e-300), 0.0)))
+
+
+def optimal_routing(net: Network, demand: np.ndarray, time_limit_s: float = 60.0) -> tuple[float, np.ndarray]:
+    """The routing that minimizes the largest link utilization: an LP (HiGHS through scipy) over flows
+    aggregated by destination. Returns (theta, loads): every demand is delivered within `theta` seconds on
+    links of the given capacities (= max over links of load / capacity), and the link loads in bytes.
+    Non-forwarding nodes carry no transit traffic.
+
+    >>> ring = Network.from_pairs("ring", 4, 4, [(0, 1), (1, 2), (2, 3), (3, 0)], 1.0, 0.0)
+    >>> dem = np.zeros((4, 4)); dem[0, 1] = 3.0
+    >>> round(optimal_routing(ring, dem)[0], 6)     # 1.5 bytes direct, 1.5 the long way round
+    1.5
+    """
+    from scipy.optimize import linprog
+
+    demand = np.asarray(demand, dtype=np.float64)
+    n, V, E = net.accelerators, net.nodes, net.links
+    dests = np.flatnonzero(demand.sum(axis=0) > 0)
+    if dests.size == 0:
+        return 0.0, np.zeros(E)
+    net.check_connected(demand)
+    # scale to O(1) numbers: HiGHS tolerances are absolute (1e-7)
+    d_scale = float(demand.max())
+    c_scale = float(net.capacity_bps.max())
+    demand = demand / d_scale
+    cap = net.capacity_bps / c_scale
+    K = dests.size
+    nv = K * E + 1                                          # f[k, e] then theta
+    k_idx = np.repeat(np.arange(K), E)
+    e_idx = np.tile(np.arange(E), K)
+    col = np.arange(K * E)
+    # conservation at every (k, v), v != dest_k: out - in = demand[v, dest_k]
+    rows_out = k_idx * V + net.src[e_idx]
+    rows_in = k_idx * V + net.dst[e_idx]
+    A = sp.csr_matrix((np.concatenate([np.ones(K * E), -np.ones(K * E)]),
+                       (np.concatenate([rows_out, rows_in]), np.concatenate([col, col]))), shape=(K * V, nv))
+    b = np.zeros((K, V))
+    b[:, :n] = demand[:, dests].T
+    keep = np.ones((K, V), dtype=bool)
+    keep[np.arange(K), dests] = False
+    A_eq, b_eq = A[keep.ravel()], b[keep]
+    # capacity: sum_k f[k, e] - theta * c_e <= 0
+    A_ub = sp.csr_matrix((np.concatenate([np.ones(K * E), -cap]),
+                          (np.concatenate([e_idx, np.arange(E)]), np.concatenate([col, np.full(E, nv - 1)]))),
+                         shape=(E, nv))
+    ub = np.full(nv, np.inf)
+    # no transit through non-forwarding nodes: flows into v != dest_k are zero
+    blocked = ~net.forwards[net.dst[e_idx]] & (net.dst[e_idx] != dests[k_idx])
+    ub[:K * E][blocked] = 0.0
+    c = np.zeros(nv)
+    c[-1] = 1.0
+    res = linprog(c, A_ub=A_ub, b_ub=np.zeros(E), A_eq=A_eq, b_eq=b_eq, bounds=np.stack([np.zeros(nv), ub], 1),
+                  method="highs", options={"time_limit": time_limit_s})
+    if res.status != 0:
+        raise InvalidInput(f"routing LP stopped: {res.message}", field="routing")
+    f = res.x[:-1].reshape(K, E)
+    return float(res.x[-1]) * d_scale / c_scale, f.sum(axis=0) * d_scale
