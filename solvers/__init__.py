@@ -1,0 +1,165 @@
+"""Wiring solvers: each takes a validated :class:`~synth.problem.WiringProblem` and returns a
+:class:`~synth.model.SolveResult` whose artifact is a realizable :class:`~synth.model.Wiring`; no file I/O,
+no printing (progress goes through ``SolveParams.progress``).
+
+``wire(problem, solver, params)`` dispatches:
+
+- ``milp`` (PuLP: HiGHS, or CBC with ``backend="cbc"``) and ``cpsat``: exact models (:mod:`solvers.exact`);
+- ``lp-round``: LP relaxation (fractional circuits and routing), rounded to a degree-feasible multigraph,
+  coloured onto the switches, then improved by local search (up to 40 accelerators, else it starts from the
+  expander);
+- ``search``: the best baseline as a start, degree-preserving local search inside switch planes
+  (:mod:`solvers.local_search`), scored with balanced multi-path routing;
+- ``expander``, ``torus``, ``topoopt``, ``greedy``: the baselines (:mod:`solvers.baselines`);
+- ``auto``: ``milp`` up to 16 accelerators (with the best heuristic as a fallback), else ``search``.
+
+Every answer carries the best valid lower bound (:mod:`solvers.bounds`) and its gap; a run stopped by its
+time limit or by Ctrl-C with a wiring in hand is FEASIBLE, never OPTIMAL (unless a bound proves it).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from synth.errors import Infeasible, InvalidInput
+from synth.model import Limit, SolveParams, SolveResult, SolveStatus, Wiring
+from synth.problem import WiringProblem
+
+from . import baselines
+from .bounds import LP_BOUND_MAX, best_bound
+
+SOLVERS = ("auto", "milp", "cpsat", "lp-round", "search", "expander", "torus", "topoopt", "greedy")
+BASELINES = ("expander", "torus", "topoopt", "greedy")
+
+
+def _result(problem: WiringProblem, solver: str, wiring: Wiring, params: SolveParams, t0: float,
+            limit: Limit = Limit.NONE, extra: dict | None = None, score_s: float | None = None) -> SolveResult:
+    budget = score_s if score_s is not None else max(5.0, params.time_limit_s / 3)
+    objective, routing = problem.score(wiring, time_limit_s=budget)
+    bound, named = best_bound(problem)
+    bound = min(bound, objective)
+    extra = {**(extra or {}), "routing": routing, "bounds": named}
+    gap = 0.0 if not objective or not np.isfinite(objective) else (objective - bound) / objective
+    status = SolveStatus.OPTIMAL if gap <= params.rel_gap else SolveStatus.FEASIBLE
+    if not np.isfinite(objective):
+        status = SolveStatus.FEASIBLE
+    wall = time.perf_counter() - t0
+    solve = {"status": status.value, "objective": objective, "bound": bound, "gap": gap, "wall_s": round(wall, 3),
+             "solver": solver, "seed": params.seed, "objective_kind": problem.objective, "limit": limit.value,
+             **extra}
+    return SolveResult(status, objective, bound, wall, solver, "", params.seed, limit,
+                       wiring.with_meta(solve=solve, instance=problem.instance), extra=extra)
+
+
+def baseline(problem: WiringProblem, name: str, params: SolveParams = SolveParams()) -> SolveResult:
+    t0 = time.perf_counter()
+    lay, t = problem.layout, problem.traffic.bytes_
+    if name == "expander":
+        w = baselines.expander(lay, params.seed)
+    elif name == "greedy":
+        w = baselines.greedy(t, lay, params.seed)
+    elif name == "topoopt":
+        w = baselines.topoopt(t, lay, params.seed)
+    elif name == "torus":
+        w = baselines.torus3d(lay, baselines.torus_dims(problem.accelerators, problem.ports), params.seed)
+    else:
+        raise InvalidInput(f"unknown baseline {name!r}; valid: {', '.join(BASELINES)}", field="solver")
+    return _result(problem, name, w, params, t0)
+
+
+def _lp_round(problem: WiringProblem, params: SolveParams) -> Wiring:
+    """Round the LP relaxation's fractional circuits to a degree-feasible multigraph that colours."""
+    from .bounds import lp_relaxation_solution
+    sol = lp_relaxation_solution(problem)
+    if sol is None:
+        return baselines.expander(problem.layout, params.seed)
+    pairs_idx, xfrac = sol
+    n = problem.accelerators
+    deg_cap = problem.layout.capacity.sum(axis=1)
+    deg = np.zeros(n, dtype=np.int64)
+    chosen: list[tuple[int, int]] = []
+    base = np.floor(xfrac + 1e-9).astype(np.int64)
+    for (a, b), k in zip(pairs_idx, base):
+        for _ in range(int(k)):
+            if deg[a] < deg_cap[a] and deg[b] < deg_cap[b]:
+                chosen.append((a, b)); deg[a] += 1; deg[b] += 1
+    for e in np.argsort(-(xfrac - base), kind="stable"):   # largest remainders first
+        a, b = pairs_idx[e]
+        if xfrac[e] - base[e] > 1e-6 and deg[a] < deg_cap[a] and deg[b] < deg_cap[b]:
+            chosen.append((a, b)); deg[a] += 1; deg[b] += 1
+    for _ in range(len(chosen) + 1):
+        try:
+            w = Wiring.from_pairs(n, problem.ports, chosen, problem.layout, seed=params.seed)
+            break
+        except Infeasible:
+            chosen = chosen[:-1]
+    # spare ports: pair them inside their switch so nothing stays dark
+    from synth.model import Circuit
+    used = {(c.a, c.a_port) for c in w.circuits} | {(c.b, c.b_port) for c in w.circuits}
+    extra = []
+    rng = np.random.default_rng(params.seed)
+    for s in range(problem.layout.switches):
+        free = [(int(a), int(k)) for a, k in zip(*np.nonzero(problem.layout.switch_of_port == s))
+                if (int(a), int(k)) not in used]
+        free = [free[i] for i in rng.permutation(len(free))]
+        while len(free) >= 2:
+            a = free.pop()
+            j = next((i for i in range(len(free) - 1, -1, -1) if free[i][0] != a[0]), None)
+            if j is None:
+                break
+            b = free.pop(j)
+            extra.append(Circuit(s, a[0], a[1], b[0], b[1]))
+    return Wiring(n, problem.ports, w.circuits + tuple(extra), problem.layout)
+
+
+def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: str, t0: float,
+            extra: dict | None = None) -> SolveResult:
+    from .local_search import improve_hops
+    budget = max(1.0, params.time_limit_s - (time.perf_counter() - t0))
+    limit = Limit.NONE
+    try:
+        share = 0.5 if problem.accelerators > 256 else 0.85   # the rest scores the routing (MWU)
+        w, _, tried, kept = improve_hops(start, problem.traffic.bytes_, budget * share, params.seed, params.progress)
+        limit = Limit.TIME
+    except KeyboardInterrupt:
+        w, tried, kept, limit = start, 0, 0, Limit.INTERRUPT
+    score_s = max(2.0, params.time_limit_s - (time.perf_counter() - t0))
+    return _result(problem, name, w, params, t0, limit,
+                   {**(extra or {}), "moves_tried": tried, "moves_kept": kept}, score_s=score_s)
+
+
+def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = SolveParams()) -> SolveResult:
+    """Choose the circuits of `problem` with `solver`; see the module doc."""
+    from synth.verify import wiring_violations
+    if solver not in SOLVERS:
+        raise InvalidInput(f"unknown solver {solver!r}; valid: {', '.join(SOLVERS)}", field="solver")
+    t0 = time.perf_counter()
+    if solver == "auto":
+        solver = "milp" if problem.accelerators <= 16 else "search"
+    if solver in BASELINES:
+        res = baseline(problem, solver, params)
+    elif solver == "milp":
+        from .exact import solve_milp
+        res = solve_milp(problem, params)
+    elif solver == "cpsat":
+        from .exact import solve_cpsat
+        res = solve_cpsat(problem, params)
+    elif solver == "lp-round":
+        res = _search(problem, params, _lp_round(problem, params), "lp-round", t0,
+                      {"start": "lp-relaxation" if problem.accelerators <= LP_BOUND_MAX else "expander"})
+    else:  # search: start from the best quick baseline under the hop objective
+        starts = [baselines.expander(problem.layout, params.seed),
+                  baselines.topoopt(problem.traffic.bytes_, problem.layout, params.seed)]
+        from .local_search import _hop_bytes
+        sym = problem.traffic.bytes_
+        vals = [_hop_bytes(problem.accelerators, w.circuit_array[:, 1], w.circuit_array[:, 3], sym + sym.T)[0]
+                for w in starts]
+        start = starts[int(np.argmin(vals))]
+        res = _search(problem, params, start, "search", t0, {"start": ["expander", "topoopt"][int(np.argmin(vals))]})
+    if res.artifact is not None:
+        bad = wiring_violations(res.artifact)
+        if bad:  # a solver bug, never user input: refuse to return an unrealizable wiring
+            raise RuntimeError(f"{res.solver} returned an invalid wiring: {bad[0].message}")
+    return res

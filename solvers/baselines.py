@@ -43,30 +43,185 @@ def expander(layout: OCSLayout, seed: int = 0) -> Wiring:
     return Wiring(n, layout.ports, tuple(circuits), layout, solve=None)
 
 
-def torus3d(layout: OCSLayout, dims: tuple[int, int, int], seed: int = 0) -> Wiring:
-    """The 3D torus a x b x c as circuits: each accelerator's ports split over its +/- neighbours in each
-    dimension of size > 1 (as evenly as the ports allow), realized on the switches by edge colouring."""
+def torus3d(layout: OCSLayout, dims: tuple[int, ...], seed: int = 0) -> Wiring:
+    """A torus with the given dimensions as circuits: each dimension of size > 1 gets an even share of the
+    ports (2 * (p // 2D), the remainder two at a time to the first dimensions), half to each direction (a
+    dimension of size 2 gives both halves to its one neighbour); realized by edge colouring."""
     n, p = layout.accelerators, layout.ports
     if int(np.prod(dims)) != n:
         raise InvalidInput(f"{'x'.join(map(str, dims))} is not {n} accelerators", field="dims")
     coords = np.array(np.unravel_index(np.arange(n), dims)).T
     live = [k for k, L in enumerate(dims) if L > 1]
-    dirs = [(k, +1) for k in live] + [(k, -1) for k in live]
+    D = max(1, len(live))
+    share = [2 * (p // (2 * D)) + (2 if q < (p % (2 * D)) // 2 else 0) for q in range(D)]
     pairs: list[tuple[int, int]] = []
-    # ports per direction: p // len(dirs), the remainder to the first directions (same for every node,
-    # so + and - links pair up)
-    per = [p // len(dirs) + (1 if i < p % len(dirs) else 0) for i in range(len(dirs))]
-    for (k, sign), cnt in zip(dirs, per):
-        if sign < 0:
-            continue
+    for k, ports_k in zip(live, share):
         L = dims[k]
         nb = coords.copy()
         nb[:, k] = (nb[:, k] + 1) % L
         other = np.ravel_multi_index(nb.T, dims)
-        minus = per[dirs.index((k, -1))]
-        c = min(cnt, minus)
         for a, b in zip(range(n), other.tolist()):
-            if L == 2 and a > b:
-                continue
-            pairs += [(a, b)] * (c if L > 2 else cnt + minus)
+            if L == 2:
+                if a < b:
+                    pairs += [(a, b)] * ports_k
+            else:
+                pairs += [(a, b)] * (ports_k // 2)
     return Wiring.from_pairs(n, p, pairs, layout, seed=seed)
+
+
+def torus_dims(n: int, ports: int) -> tuple[int, ...]:
+    """Dimensions for the torus baseline: as many as the ports allow (up to 3, two ports each), near-equal
+    and even where possible (a torus of even rings is bipartite, so its circuits always colour)."""
+    from synth.fabric import near_cubic_dims
+    D = max(1, min(3, ports // 2))
+    if D == 3:
+        return near_cubic_dims(n, even=True)
+    if D == 1:
+        return (n,)
+    best = None
+    for even in (True, False):
+        for a in range(1, int(np.sqrt(n)) + 1):
+            if n % a == 0 and (not even or (a % 2 == 0 and (n // a) % 2 == 0)):
+                best = (a, n // a)
+        if best:
+            return best
+    return (1, n)
+
+
+def _connect(layout: OCSLayout, pairs: list[tuple[int, int]], switch_of: list[int], seed: int) -> None:
+    """Join the components of a wiring by 2-swaps inside one switch: circuits (a, b) and (c, d) on the same
+    switch in different components become (a, c) and (b, d); port use is unchanged. In place."""
+    import networkx as nx
+    rng = np.random.default_rng(seed)
+    for _ in range(4 * layout.accelerators):
+        g = nx.MultiGraph()
+        g.add_nodes_from(range(layout.accelerators))
+        g.add_edges_from(pairs)
+        comps = list(nx.connected_components(g))
+        if len(comps) <= 1:
+            return
+        comp_of = {v: k for k, c in enumerate(comps) for v in c}
+        by_switch: dict[int, dict[int, list[int]]] = {}
+        for e, (a, b) in enumerate(pairs):
+            by_switch.setdefault(switch_of[e], {}).setdefault(comp_of[a], []).append(e)
+        done = False
+        for s in rng.permutation(sorted(by_switch)).tolist():
+            groups = by_switch[s]
+            if len(groups) >= 2:
+                k1, k2 = sorted(groups, key=lambda k: len(comps[k]))[:2]
+                e1, e2 = groups[k1][0], groups[k2][0]
+                (a, b), (c, d) = pairs[e1], pairs[e2]
+                pairs[e1], pairs[e2] = (a, c), (b, d)
+                done = True
+                break
+        if not done:
+            return
+
+
+def _from_switch_pairs(layout: OCSLayout, pairs: list[tuple[int, int]], switch_of: list[int]) -> Wiring:
+    free: dict[tuple[int, int], list[int]] = {}
+    for a, k in zip(*np.nonzero(layout.switch_of_port >= 0)):
+        free.setdefault((int(a), int(layout.switch_of_port[a, k])), []).append(int(k))
+    circuits = [Circuit(s, a, free[(a, s)].pop(0), b, free[(b, s)].pop(0)) for (a, b), s in zip(pairs, switch_of)]
+    return Wiring(layout.accelerators, layout.ports, tuple(circuits), layout)
+
+
+def greedy(traffic: np.ndarray, layout: OCSLayout, seed: int = 0) -> Wiring:
+    """Largest-demand-first direct circuits (as MixNet): repeatedly give a circuit to the pair with the most
+    demand per circuit, (T_ij + T_ji) / (circuits + 1), on a switch where both ends still have a port;
+    ports left over stay dark unless they are needed to connect the wiring (2-swaps)."""
+    import heapq
+    n = layout.accelerators
+    t = traffic + traffic.T
+    free = layout.capacity.copy()
+    on_switch = np.zeros(layout.switches, dtype=np.int64)
+    radix = np.array([r // 2 for r in layout.switch_radix])
+    i, j = np.nonzero(np.triu(t, 1))
+    heap = [(-t[a, b], int(a), int(b), 0) for a, b in zip(i, j)]
+    heapq.heapify(heap)
+    pairs: list[tuple[int, int]] = []
+    switch_of: list[int] = []
+    while heap:
+        neg, a, b, k = heapq.heappop(heap)
+        ok = np.flatnonzero((free[a] > 0) & (free[b] > 0) & (on_switch < radix))
+        if ok.size == 0:
+            continue
+        s = int(ok[np.argmax(free[a, ok] + free[b, ok])])
+        free[a, s] -= 1
+        free[b, s] -= 1
+        on_switch[s] += 1
+        pairs.append((a, b))
+        switch_of.append(s)
+        heapq.heappush(heap, (-t[a, b] / (k + 2), a, b, k + 1))
+    rng = np.random.default_rng(seed)
+    for s in range(layout.switches):      # leftover ports: pair them within their switch
+        stack = [int(a) for a in rng.permutation(np.repeat(np.arange(n), free[:, s]))]
+        while len(stack) >= 2 and on_switch[s] < radix[s]:
+            a = stack.pop()
+            k = next((q for q in range(len(stack) - 1, -1, -1) if stack[q] != a), None)
+            if k is None:
+                break
+            pairs.append((a, stack.pop(k)))
+            switch_of.append(s)
+            on_switch[s] += 1
+    _connect(layout, pairs, switch_of, seed)
+    return _from_switch_pairs(layout, pairs, switch_of)
+
+
+def topoopt(traffic: np.ndarray, layout: OCSLayout, seed: int = 0, ring_ports: int | None = None) -> Wiring:
+    """TopoOpt-style: `ring_ports` ports per accelerator (default: half, rounded down to even) form rings
+    i -> i + k for strides k coprime to n (TotientPerms: 1, then the next coprime strides), the rest go to
+    repeated maximum-weight matchings on the demand not yet served directly (Blossom through networkx up
+    to 256 accelerators, greedy matching beyond), each matching's served pairs discounted by half."""
+    import math as _m
+    import networkx as nx
+    n, p = layout.accelerators, layout.ports
+    ring_ports = (p // 2) // 2 * 2 if ring_ports is None else ring_ports
+    strides = [k for k in range(1, n // 2 + 1) if _m.gcd(k, n) == 1][: ring_ports // 2]
+    pairs: list[tuple[int, int]] = []
+    for k in strides:
+        pairs += [(a, (a + k) % n) for a in range(n)] if n > 2 else [(0, 1)]
+    rem = (traffic + traffic.T).astype(np.float64)
+    for a, b in pairs:
+        rem[a, b] /= 2
+        rem[b, a] /= 2
+    for _ in range(p - 2 * len(strides)):
+        if n <= 256:
+            g = nx.Graph()
+            iu, ju = np.nonzero(np.triu(rem, 1) > 0)
+            g.add_weighted_edges_from((int(a), int(b), float(rem[a, b])) for a, b in zip(iu, ju))
+            match = nx.max_weight_matching(g, maxcardinality=False)
+        else:
+            match, used = [], np.zeros(n, dtype=bool)
+            iu, ju = np.nonzero(np.triu(rem, 1) > 0)
+            for e in np.argsort(-rem[iu, ju], kind="stable"):
+                a, b = int(iu[e]), int(ju[e])
+                if not used[a] and not used[b]:
+                    used[a] = used[b] = True
+                    match.append((a, b))
+        if not match:
+            break
+        for a, b in match:
+            pairs.append((int(a), int(b)))
+            rem[a, b] /= 2
+            rem[b, a] /= 2
+    # spare ports (a node left out of a matching) pair up at random so nothing stays dark
+    deg = np.bincount(np.array(pairs, dtype=np.int64).ravel(), minlength=n) if pairs else np.zeros(n, int)
+    rng = np.random.default_rng(seed)
+    spare = [v for v in rng.permutation(n).tolist() for _ in range(int(p - deg[v]))]
+    while len(spare) >= 2:
+        a = spare.pop()
+        k = next((i for i in range(len(spare) - 1, -1, -1) if spare[i] != a), None)
+        if k is None:
+            break
+        pairs.append((a, spare.pop(k)))
+    from synth.errors import Infeasible
+    try:
+        return Wiring.from_pairs(n, p, pairs, layout, seed=seed)
+    except Infeasible:  # drop circuits until the rest colours (an odd ring on too few switches)
+        for cut in range(1, len(pairs)):
+            try:
+                return Wiring.from_pairs(n, p, pairs[:-cut], layout, seed=seed)
+            except Infeasible:
+                continue
+        raise

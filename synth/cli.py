@@ -331,6 +331,138 @@ def compare(instance: str, fabrics: str, baseline: str, wiring_path: str | None,
 
 
 # --------------------------------------------------------------------------------------------------
+def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, radix: int | None,
+                    objective: str, policy: str, fixed: str | None, sets: tuple[str, ...],
+                    context_tokens: int | None):
+    """The wiring problem of an instance (its decode traffic) or of a raw matrix (+ hardware options)."""
+    from .formats import load_traffic, load_wiring
+    from .model import OCSLayout
+    from .problem import WiringProblem
+    fixed_circuits: tuple = ()
+    if source.endswith(".toml"):
+        for opt, val in (("--ports", ports), ("--port-bandwidth-gbps", bandwidth), ("--switch-radix", radix)):
+            if val is not None:
+                raise InvalidInput(f"{opt} describes the hardware of a raw matrix; set it in the instance "
+                                   "(or with --set)", field=opt, source=source)
+        from .workload import build_workload
+        inst = _load_instance_opts(source, sets, context_tokens)
+        traffic = build_workload(inst).traffic
+        layout, bw, lat, name, summary = (inst.ocs_layout(), inst.hardware.port_bandwidth_gbps,
+                                          inst.hardware.link_latency_us, inst.name, inst.summary())
+    else:
+        if sets or context_tokens:
+            raise InvalidInput("--set and --context apply to instance files only", field="--set", source=source)
+        if ports is None or bandwidth is None:
+            raise InvalidInput("a raw matrix needs --ports and --port-bandwidth-gbps", field="--ports",
+                               source=source)
+        if ports < 1:
+            raise InvalidInput(f"port budget must be >= 1, got {ports}", field="--ports")
+        if not bandwidth > 0:
+            raise InvalidInput(f"must be > 0, got {bandwidth}", field="--port-bandwidth-gbps")
+        if radix is not None and radix < 2:
+            raise InvalidInput(f"a switch of radix {radix} cannot host a circuit (needs >= 2)",
+                               field="--switch-radix")
+        traffic = load_traffic(source)
+        layout = OCSLayout.uniform(traffic.accelerators, ports, radix)
+        bw, lat, name = bandwidth, 0.0, os.path.basename(source)
+        summary = {"name": name, "path": source, "accelerators": traffic.accelerators, "ports": ports,
+                   "port_bandwidth_gbps": bandwidth}
+    if fixed:
+        fw = load_wiring(fixed)
+        if fw.accelerators != traffic.accelerators or fw.ports_per_accelerator != layout.ports:
+            raise InvalidInput(f"fixed wiring is {fw.accelerators} x {fw.ports_per_accelerator}, the problem is "
+                               f"{traffic.accelerators} x {layout.ports}", field="accelerators", source=fixed)
+        fixed_circuits = fw.circuits
+    try:
+        return WiringProblem(traffic, layout, bw, objective, policy, fixed_circuits, lat, name, summary)
+    except InvalidInput as exc:
+        raise exc.located(source) from None
+
+
+@main.command()
+@click.argument("source", type=click.Path(dir_okay=False, path_type=str))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=str),
+              help="Wiring file to write (JSON).")
+@click.option("--solver", default="auto", show_default=True,
+              type=click.Choice(["auto", "milp", "cpsat", "lp-round", "search", "expander", "torus", "topoopt",
+                                 "greedy"]), help="Optimization back-end or baseline.")
+@click.option("--backend", default="auto", show_default=True, type=click.Choice(["auto", "highs", "cbc"]),
+              help="MILP back-end.")
+@click.option("--objective", default="time", show_default=True, type=click.Choice(["time", "hops"]),
+              help="time: communication time of the step; hops: hop-weighted bytes.")
+@click.option("--policy", default="multihop", show_default=True, type=click.Choice(["multihop", "direct"]),
+              help="direct: every demand on its own circuits, no forwarding.")
+@click.option("--time-limit", "time_limit", default=60.0, show_default=True, type=float, help="Seconds.")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--ports", type=int, help="Raw matrix: OCS ports per accelerator.")
+@click.option("--port-bandwidth-gbps", "bandwidth", type=float, help="Raw matrix: Gbit/s per port and direction.")
+@click.option("--switch-radix", "radix", type=int, help="Raw matrix: ports per OCS (default: accelerators).")
+@click.option("--fixed", type=click.Path(dir_okay=False, path_type=str),
+              help="Wiring file whose circuits must be kept (milp / cpsat).")
+@click.option("--xconnect", "xconnect_dir", type=click.Path(file_okay=False, path_type=str),
+              help="Also write per-switch cross-connect CSVs into this existing folder.")
+@click.option("--baselines", "with_baselines", is_flag=True, help="Also score the baselines, same bound.")
+@click.option("--context", "context_tokens", type=click.IntRange(1), help="Context length (instance only).")
+@set_option
+@click.option("--json", "as_json", is_flag=True, help="Print the solve block as JSON.")
+@handles_errors
+def wire(source: str, output: str, solver: str, backend: str, objective: str, policy: str, time_limit: float,
+         seed: int, ports: int | None, bandwidth: float | None, radix: int | None, fixed: str | None,
+         xconnect_dir: str | None, with_baselines: bool, context_tokens: int | None, sets: tuple[str, ...],
+         as_json: bool) -> None:
+    """Choose the OCS circuits for an INSTANCE (.toml) or a raw traffic matrix (.npy/.csv) and write the
+    wiring file (with its solve block: status, objective, bound, gap). The wiring is verified before it is
+    written."""
+    from solvers import BASELINES, wire as run
+    from .formats import check_output_path, save_wiring, write_xconnect
+    from .model import SolveParams
+    from .verify import wiring_violations
+    check_output_path(output)
+    if xconnect_dir and not os.path.isdir(xconnect_dir):
+        raise InvalidInput("folder does not exist", field="--xconnect", source=xconnect_dir)
+    if not time_limit > 0:
+        raise InvalidInput(f"must be > 0, got {time_limit}", field="--time-limit")
+    if seed < 0:
+        raise InvalidInput(f"must be >= 0, got {seed}", field="--seed")
+    problem = _wiring_problem(source, ports, bandwidth, radix, objective, policy, fixed, sets, context_tokens)
+    if problem.fixed_circuits and solver not in ("milp", "cpsat", "auto"):
+        raise InvalidInput("fixed circuits are kept by the exact solvers only (--solver milp or cpsat)",
+                           field="--fixed")
+    if problem.fixed_circuits and solver == "auto":
+        solver = "milp"
+    params = SolveParams(time_limit_s=time_limit, seed=seed, backend=backend,
+                         progress=None if as_json else (lambda msg: click.echo(msg, err=True)))
+    res = run(problem, solver, params)
+    if res.artifact is None:
+        raise InvalidInput(f"{res.solver} found no wiring ({res.status.value}: {res.message})", field="--solver")
+    bad = wiring_violations(res.artifact)
+    if bad:  # never write an artifact the verifier rejects
+        raise InvalidInput(f"internal error: {res.solver} wiring fails verify: {bad[0].message}", field="--solver")
+    save_wiring(res.artifact, output)
+    if xconnect_dir:
+        write_xconnect(res.artifact, xconnect_dir)
+    block = dict(res.artifact.solve or {})
+    block["written"] = output
+    if with_baselines:
+        block["baselines"] = {}
+        for b in BASELINES:
+            if b != solver:
+                r = run(problem, b, SolveParams(time_limit_s=time_limit, seed=seed))
+                block["baselines"][b] = {"objective": r.objective, "gap": r.gap, "routing": r.extra.get("routing")}
+    if as_json:
+        echo_json(block)
+        return
+    unit = "s" if objective == "time" else "byte-hops"
+    click.echo(f"{res.solver}: {res.status.value} ({res.limit.value} limit), objective {res.objective:.6g} {unit}, "
+               f"bound {res.bound:.6g}, gap {100 * (res.gap or 0):.2f}%, {res.wall_s:.1f} s")
+    click.echo(f"  {len(res.artifact.circuits)} circuits on {res.artifact.layout.switches} switches, routing "
+               f"{block.get('routing')}; bounds: " + ", ".join(f"{k} {v:.6g}" for k, v in block.get("bounds", {}).items()))
+    for b, r in block.get("baselines", {}).items():
+        click.echo(f"  baseline {b:<9} objective {r['objective']:.6g}  gap {100 * (r['gap'] or 0):.1f}%")
+    click.echo(f"wrote {output}" + (f" and cross-connects in {xconnect_dir}" if xconnect_dir else ""))
+
+
+# --------------------------------------------------------------------------------------------------
 @main.group()
 def bench() -> None:
     """Benchmarks behind BENCHMARKS.md (speed figures; run them on the machine you report)."""

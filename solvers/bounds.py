@@ -1,0 +1,150 @@
+"""Lower bounds on the wiring objectives; every solver reports the best of these beside its answer.
+
+- injection (time): an accelerator sends at most (its OCS ports x B) per second: max over rows and columns
+  of bytes / (ports x B).
+- Moore (time and hops): with at most d circuits per accelerator, at most d (D-1)^(h-1) accelerators sit
+  h hops from any source (D = the largest degree). Sorting a row's demands in decreasing order against those
+  levels gives the fewest byte-hops that row can cost; the sum over rows (or over columns, whichever is
+  larger) bounds the hop objective, and divided by the total directed circuit capacity (sum of ports x B)
+  it bounds the time: every byte-hop occupies one directed circuit for 1/B seconds.
+- LP relaxation (time, small instances): fractional circuits (only the degree budget kept) and fractional
+  multi-commodity routing; max concurrent throughput by HiGHS. Relaxes the MILP, so bounds it.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from synth.problem import WiringProblem
+
+LP_BOUND_MAX = 40
+
+
+def injection_bound(problem: WiringProblem) -> float:
+    t = problem.traffic.bytes_
+    if problem.objective == "hops":
+        return float(t.sum())
+    ports = problem.layout.capacity.sum(axis=1).astype(np.float64)
+    with np.errstate(divide="ignore"):
+        rows = np.where(t.sum(axis=1) > 0, t.sum(axis=1) / (ports * problem.port_bytes_per_s), 0.0)
+        cols = np.where(t.sum(axis=0) > 0, t.sum(axis=0) / (ports * problem.port_bytes_per_s), 0.0)
+    return float(max(rows.max(), cols.max()))
+
+
+def moore_levels(degree: int, max_degree: int, count: int) -> np.ndarray:
+    """Hop distance of the k-th nearest of `count` other nodes in the best case (Moore levels).
+
+    >>> moore_levels(3, 3, 10).tolist()
+    [1, 1, 1, 2, 2, 2, 2, 2, 2, 3]
+    """
+    out = np.empty(count, dtype=np.int64)
+    filled, h, level = 0, 1, degree
+    while filled < count:
+        take = min(level, count - filled)
+        out[filled:filled + take] = h
+        filled += take
+        h += 1
+        level = max(level * max(max_degree - 1, 1), 1)
+    return out
+
+
+def moore_hop_bytes(problem: WiringProblem) -> float:
+    """The fewest byte-hops any wiring within the port budget can give (see the module doc)."""
+    t = problem.traffic.bytes_
+    ports = problem.layout.capacity.sum(axis=1)
+    dmax = int(ports.max())
+    best = 0.0
+    for mat in (t, t.T):
+        total = 0.0
+        srt = -np.sort(-mat, axis=1)
+        for deg in np.unique(ports):
+            rows = np.flatnonzero(ports == deg)
+            lv = moore_levels(int(deg), dmax, t.shape[0] - 1)
+            total += float((srt[rows, : t.shape[0] - 1] * lv).sum())
+        best = max(best, total)
+    return best
+
+
+def moore_bound(problem: WiringProblem) -> float:
+    hb = moore_hop_bytes(problem)
+    if problem.objective == "hops":
+        return hb
+    cap = problem.layout.capacity.sum() * problem.port_bytes_per_s
+    return hb / cap
+
+
+def lp_relaxation_bound(problem: WiringProblem, time_limit_s: float = 30.0) -> float | None:
+    """Time bound from fractional circuits and fractional routing (None when too large or not `time`)."""
+    sol = _lp_relaxation(problem, time_limit_s)
+    return None if sol is None else sol[0]
+
+
+def lp_relaxation_solution(problem: WiringProblem, time_limit_s: float = 30.0):
+    """(pairs, fractional circuits per pair) of the LP relaxation, or None."""
+    sol = _lp_relaxation(problem, time_limit_s)
+    return None if sol is None else (sol[1], sol[2])
+
+
+def _lp_relaxation(problem: WiringProblem, time_limit_s: float):
+    from scipy.optimize import linprog
+    n = problem.accelerators
+    if problem.objective != "time" or n > LP_BOUND_MAX:
+        return None
+    t = problem.traffic.bytes_ / problem.traffic.bytes_.max()
+    cap = problem.port_bytes_per_s / problem.traffic.bytes_.max()
+    i, j = np.nonzero(~np.eye(n, dtype=bool))
+    A = len(i)                                             # directed arcs
+    pu = np.flatnonzero(i < j)                             # undirected pair of each arc: index of (min, max)
+    pair_of = {(a, b): k for k, (a, b) in enumerate(zip(i[pu].tolist(), j[pu].tolist()))}
+    arc_pair = np.array([pair_of[(min(a, b), max(a, b))] for a, b in zip(i.tolist(), j.tolist())])
+    P = len(pu)
+    srcs = np.flatnonzero(t.sum(axis=1) > 0)
+    K = len(srcs)
+    direct = problem.policy == "direct"
+    nf = K * A
+    nv = nf + P + 1                                        # flows, x, lambda
+    lam = nv - 1
+    k_idx = np.repeat(np.arange(K), A)
+    a_idx = np.tile(np.arange(A), K)
+    col = np.arange(nf)
+    # conservation per (k, v): out - in - lambda * supply = 0; supply = row total at k, -t[k, v] elsewhere
+    rows = np.concatenate([k_idx * n + i[a_idx], k_idx * n + j[a_idx]])
+    cols = np.concatenate([col, col])
+    vals = np.concatenate([np.ones(nf), -np.ones(nf)])
+    supply = -t[srcs]                                      # K x n
+    supply[np.arange(K), srcs] = t[srcs].sum(axis=1)
+    rows = np.concatenate([rows, np.arange(K * n)])
+    cols = np.concatenate([cols, np.full(K * n, lam)])
+    vals = np.concatenate([vals, -supply.ravel()])
+    A_eq = sp.csr_matrix((vals, (rows, cols)), shape=(K * n, nv))
+    # capacity: sum_k f[k, arc] - cap * x[pair] <= 0; degree: sum of x at a node <= ports
+    cap_rows = np.concatenate([a_idx, np.arange(A)])
+    cap_cols = np.concatenate([col, nf + arc_pair])
+    cap_vals = np.concatenate([np.ones(nf), np.full(A, -cap)])
+    ports = problem.layout.capacity.sum(axis=1)
+    deg_rows = np.concatenate([i[pu], j[pu]])
+    deg_cols = nf + np.concatenate([np.arange(P), np.arange(P)])
+    A_ub = sp.vstack([sp.csr_matrix((cap_vals, (cap_rows, cap_cols)), shape=(A, nv)),
+                      sp.csr_matrix((np.ones(2 * P), (deg_rows, deg_cols)), shape=(n, nv))])
+    b_ub = np.concatenate([np.zeros(A), ports])
+    ub = np.full(nv, np.inf)
+    if direct:  # a source's flow may only leave the source and enter its destination directly
+        ub[:nf][(i[a_idx] != srcs[k_idx])] = 0.0
+    c = np.zeros(nv)
+    c[lam] = -1.0
+    res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=np.zeros(K * n),
+                  bounds=np.stack([np.zeros(nv), ub], 1), method="highs", options={"time_limit": time_limit_s})
+    if res.status != 0 or res.x[lam] <= 0:
+        return None
+    pairs = list(zip(i[pu].tolist(), j[pu].tolist()))
+    return float(1.0 / res.x[lam]) * (1 - 1e-9), pairs, res.x[nf:nf + P]
+
+
+def best_bound(problem: WiringProblem, lp: bool = True) -> tuple[float, dict[str, float]]:
+    """The best (largest) lower bound and each named bound."""
+    named = {"injection": injection_bound(problem), "moore": moore_bound(problem)}
+    if lp:
+        lpb = lp_relaxation_bound(problem)
+        if lpb is not None:
+            named["lp_relaxation"] = lpb
+    return max(named.values()), named

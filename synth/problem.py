@@ -1,0 +1,119 @@
+"""The OCS wiring problem: what the wiring solvers take, and how a wiring is scored.
+
+Objectives (all minimized):
+
+- ``time``: the step's communication time, max over directed circuits of load / bandwidth, under the best
+  routing of every demand over the wiring (direct or through accelerators): the optimal multi-commodity
+  routing (an LP, :func:`synth.network.optimal_routing`) up to ``EXACT_ROUTING_MAX`` accelerators, else
+  ECMP over shortest paths (a routing that ships with the wiring, so an upper bound on the optimum).
+- ``hops``: hop-weighted bytes, sum over demands of bytes x shortest-path hops (seconds-free; 1 = every
+  byte on a direct circuit).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .errors import Infeasible, InvalidInput
+from .model import Circuit, OCSLayout, TrafficMatrix, Wiring
+from .network import Network, ecmp_loads, optimal_routing
+
+OBJECTIVES = ("time", "hops")
+POLICIES = ("multihop", "direct")
+EXACT_ROUTING_MAX = 48
+
+
+@dataclass(frozen=True, eq=False)
+class WiringProblem:
+    traffic: TrafficMatrix
+    layout: OCSLayout
+    port_bandwidth_gbps: float
+    objective: str = "time"
+    policy: str = "multihop"
+    fixed_circuits: tuple[Circuit, ...] = ()
+    link_latency_us: float = 0.0
+    name: str = ""
+    instance: dict | None = None
+
+    def __post_init__(self) -> None:
+        n = self.traffic.accelerators
+        if self.objective not in OBJECTIVES:
+            raise InvalidInput(f"must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}", field="objective")
+        if self.policy not in POLICIES:
+            raise InvalidInput(f"must be one of {', '.join(POLICIES)}, got {self.policy!r}", field="policy")
+        if not (self.port_bandwidth_gbps > 0 and np.isfinite(self.port_bandwidth_gbps)):
+            raise InvalidInput(f"must be > 0, got {self.port_bandwidth_gbps!r}", field="port_bandwidth_gbps")
+        if self.layout.accelerators != n:
+            raise InvalidInput(f"layout has {self.layout.accelerators} accelerators, traffic has {n}",
+                               field="traffic")
+        if self.layout.ports < 1 or (self.layout.switch_of_port < 0).all():
+            raise InvalidInput("port budget is zero: no port is attached to an OCS", field="ports")
+        hosts = (self.layout.capacity > 0).sum(axis=0)
+        if not ((hosts >= 2) & (np.array(self.layout.switch_radix) >= 2)).any():
+            raise InvalidInput("no switch can host a circuit (each needs ports of two accelerators and "
+                               "radix >= 2)", field="layout")
+        from .verify import wiring_violations
+        fixed = Wiring(n, self.layout.ports, tuple(self.fixed_circuits), self.layout)
+        bad = wiring_violations(fixed)
+        if bad:
+            raise Infeasible(f"fixed circuits are infeasible: {bad[0].message}")
+        if self.policy == "direct":
+            peers = ((self.traffic.bytes_ > 0) | (self.traffic.bytes_.T > 0)).sum(axis=1)
+            ports = self.layout.capacity.sum(axis=1)
+            over = np.flatnonzero(peers > ports)
+            if over.size:
+                rows = ", ".join(f"{r} ({peers[r]} peers, {ports[r]} ports)" for r in over[:5])
+                more = f" and {over.size - 5} more" if over.size > 5 else ""
+                raise Infeasible(f"direct-only wiring cannot serve rows {rows}{more}")
+
+    @classmethod
+    def from_instance(cls, inst: Any, traffic: TrafficMatrix, objective: str = "time", policy: str = "multihop",
+                      fixed_circuits: tuple[Circuit, ...] = ()) -> "WiringProblem":
+        return cls(traffic, inst.ocs_layout(), inst.hardware.port_bandwidth_gbps, objective, policy,
+                   tuple(fixed_circuits), inst.hardware.link_latency_us, inst.name, inst.summary())
+
+    @property
+    def accelerators(self) -> int:
+        return self.traffic.accelerators
+
+    @property
+    def ports(self) -> int:
+        return self.layout.ports
+
+    @property
+    def port_bytes_per_s(self) -> float:
+        return self.port_bandwidth_gbps * 1e9 / 8
+
+    def network(self, wiring: Wiring) -> Network:
+        adj = np.triu(wiring.adjacency(), 1)
+        i, j = np.nonzero(adj)
+        return Network.from_pairs("ocs", self.accelerators, self.accelerators, np.stack([i, j], axis=1),
+                                  adj[i, j] * self.port_bytes_per_s, self.link_latency_us)
+
+    def score(self, wiring: Wiring, routing: str = "auto", time_limit_s: float = 20.0) -> tuple[float, str]:
+        """(objective value, routing used) of a wiring; inf when a demand has no path. `routing` for the
+        time objective: "optimal" (LP), "mwu" (multiplicative-weights multi-path, large instances),
+        "ecmp", or "auto" (optimal up to EXACT_ROUTING_MAX accelerators, else mwu)."""
+        dem = self.traffic.bytes_
+        net = self.network(wiring)
+        n = self.accelerators
+        if ((dem > 0) & (net.dist[:n, :n] >= np.iinfo(np.int32).max)).any():
+            return float("inf"), "disconnected"
+        if self.objective == "hops":
+            return float((dem * net.dist[:n, :n]).sum()), "shortest"
+        if self.policy == "direct":
+            adj = wiring.adjacency()
+            with np.errstate(divide="ignore"):
+                t = np.where(dem > 0, dem / (np.maximum(adj, 1e-300) * self.port_bytes_per_s), 0.0)
+            return float(t.max()), "direct"
+        if routing == "auto":
+            routing = "optimal" if n <= EXACT_ROUTING_MAX else "mwu"
+        if routing == "optimal":
+            return optimal_routing(net, dem)[0], "optimal"
+        if routing == "mwu":
+            from .routing import mwu_routing
+            theta, _, rounds = mwu_routing(net, dem, rounds=300, time_limit_s=time_limit_s)
+            return min(theta, float((ecmp_loads(net, dem) / net.capacity_bps).max())), f"mwu ({rounds} rounds)"
+        return float((ecmp_loads(net, dem) / net.capacity_bps).max()), "ecmp"

@@ -1,0 +1,166 @@
+"""One shared suite for every wiring back-end (as PuLP's solver_common): same instances, same assertions."""
+import json
+
+import networkx as nx
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from solvers import BASELINES, wire
+from solvers.bounds import best_bound, moore_levels
+from solvers.exact import integer_units
+from synth.cli import main
+from synth.errors import Infeasible, InvalidInput
+from synth.model import Circuit, OCSLayout, SolveParams, SolveStatus, TrafficMatrix, Wiring
+from synth.problem import WiringProblem
+from synth.verify import wiring_violations
+
+from .conftest import write
+
+EXACT = [("milp", "highs"), ("milp", "cbc"), ("cpsat", "auto")]
+
+
+def ring_demand(n, b=1e9):
+    t = np.zeros((n, n))
+    for a in range(n):
+        t[a, (a + 1) % n] = t[(a + 1) % n, a] = b
+    return t
+
+
+def problem(t, ports, objective="time", **kw):
+    return WiringProblem(TrafficMatrix(t), OCSLayout.uniform(t.shape[0], ports), 800.0, objective, **kw)
+
+
+@pytest.mark.parametrize("solver,backend", EXACT)
+def test_ring_demand_is_served_by_a_ring(solver, backend):
+    res = wire(problem(ring_demand(8), 2), solver, SolveParams(time_limit_s=60, backend=backend))
+    assert res.status == SolveStatus.OPTIMAL and res.gap == pytest.approx(0, abs=1e-9)
+    assert res.objective == pytest.approx(1e9 / 100e9)
+    g = nx.Graph(res.artifact.to_networkx())
+    assert nx.is_isomorphic(g, nx.cycle_graph(8))
+    assert not wiring_violations(res.artifact)
+
+
+@pytest.mark.parametrize("objective", ["time", "hops"])
+def test_exact_backends_agree(objective):
+    t = np.full((6, 6), 2e6)
+    np.fill_diagonal(t, 0)
+    t[0, 3] = t[3, 0] = 8e6
+    p = problem(t, 2, objective)
+    results = [wire(p, s, SolveParams(time_limit_s=60, backend=b)) for s, b in EXACT]
+    for r in results:
+        assert r.status == SolveStatus.OPTIMAL, (r.solver, r.status, r.message)
+        assert not wiring_violations(r.artifact)
+    objs = [r.objective for r in results]
+    assert max(objs) == pytest.approx(min(objs), rel=1e-6), objs
+
+
+def test_time_limit_with_a_solution_is_feasible_not_optimal():
+    rng = np.random.default_rng(0)
+    t = rng.integers(0, 5, (12, 12)).astype(float) * 1e6
+    np.fill_diagonal(t, 0)
+    res = wire(problem(t, 3), "milp", SolveParams(time_limit_s=2, backend="highs"))
+    assert res.status == SolveStatus.FEASIBLE and res.limit.value == "time"
+    assert res.artifact is not None and res.bound <= res.objective and res.gap > 0
+    assert not wiring_violations(res.artifact)
+
+
+@pytest.mark.parametrize("solver", ["search", "lp-round", *BASELINES])
+def test_heuristics_return_valid_wirings_with_bounds(solver):
+    rng = np.random.default_rng(1)
+    t = rng.random((20, 20)) * 1e6
+    np.fill_diagonal(t, 0)
+    p = problem(t, 3)
+    res = wire(p, solver, SolveParams(time_limit_s=3, seed=2))
+    w = res.artifact
+    assert not wiring_violations(w) and res.bound <= res.objective
+    assert res.bound == pytest.approx(best_bound(p)[0])
+    assert w.solve["status"] == res.status.value and w.solve["gap"] == pytest.approx(res.gap)
+    if solver in ("search", "lp-round"):
+        assert res.objective <= wire(p, "expander", SolveParams(seed=2)).objective * (1 + 1e-9)
+
+
+def test_seeds_make_runs_repeatable():
+    t = np.random.default_rng(3).random((30, 30)) * 1e6
+    np.fill_diagonal(t, 0)
+    p = problem(t, 4)
+    a = wire(p, "expander", SolveParams(seed=5)).artifact
+    b = wire(p, "expander", SolveParams(seed=5)).artifact
+    c = wire(p, "expander", SolveParams(seed=6)).artifact
+    assert a == b and a != c
+
+
+def test_bounds_by_hand():
+    assert moore_levels(4, 4, 20).tolist()[:6] == [1, 1, 1, 1, 2, 2]
+    t = np.full((8, 8), 1.0)
+    np.fill_diagonal(t, 0)
+    p = problem(t, 3, "hops")
+    # each row: 3 peers at 1 hop, 4 at 2 hops (3 * 2 = 6 >= 4) -> 11 byte-hops, 8 rows
+    assert best_bound(p)[0] == pytest.approx(88.0)
+    assert integer_units(np.array([[0, 6e6], [4e6, 0]]))[0] == 2e6
+
+
+def test_problem_bad_inputs():
+    t = ring_demand(6)
+    with pytest.raises(Infeasible, match=r"direct-only wiring cannot serve rows 0 \(5 peers, 2 ports\)"):
+        WiringProblem(TrafficMatrix(np.where(np.eye(6), 0, 1.0)), OCSLayout.uniform(6, 2), 800.0, policy="direct")
+    with pytest.raises(InvalidInput, match="no switch can host a circuit"):
+        WiringProblem(TrafficMatrix(t), OCSLayout(np.arange(12).reshape(6, 2), (2,) * 12), 800.0)
+    with pytest.raises(Infeasible, match="fixed circuits are infeasible.*attached to switch 0, not 1"):
+        WiringProblem(TrafficMatrix(t), OCSLayout.uniform(6, 2), 800.0, fixed_circuits=(Circuit(1, 0, 0, 1, 1),))
+    with pytest.raises(InvalidInput, match="port budget is zero"):
+        WiringProblem(TrafficMatrix(t), OCSLayout(np.full((6, 1), -1), (6,)), 800.0)
+
+
+def test_fixed_circuits_are_kept():
+    fixed = (Circuit(0, 0, 0, 3, 0),)
+    res = wire(problem(ring_demand(6), 2, fixed_circuits=fixed), "milp", SolveParams(time_limit_s=60))
+    assert fixed[0] in res.artifact.circuits and not wiring_violations(res.artifact)
+
+
+def run(*args):
+    r = CliRunner().invoke(main, list(args))
+    return r.exit_code, r.stdout, r.stderr
+
+
+def test_cli_wire_matrix_and_instance(tmp_path):
+    m = str(tmp_path / "ring.npy")
+    np.save(m, ring_demand(8))
+    out = str(tmp_path / "w.json")
+    code, stdout, _ = run("wire", m, "--ports", "2", "--port-bandwidth-gbps", "800", "-o", out, "--json",
+                          "--solver", "milp", "--xconnect", str(tmp_path))
+    block = json.loads(stdout)
+    assert code == 0 and block["status"] == "OPTIMAL" and block["gap"] == 0
+    assert {"status", "objective", "bound", "gap", "wall_s", "solver", "seed"} <= set(block)
+    assert run("verify", out)[0] == 0
+    assert (tmp_path / "switch-000.csv").exists() and (tmp_path / "switch-001.csv").exists()
+    doc = json.loads(open(out).read())
+    assert doc["solve"]["status"] == "OPTIMAL" and doc["instance"]["ports"] == 2
+    out2 = str(tmp_path / "w2.json")
+    code, stdout, _ = run("wire", "instances/decode/llama405b-tp8pp2-16.toml", "-o", out2, "--json",
+                          "--time-limit", "10", "--solver", "search")
+    assert code == 0 and json.loads(stdout)["objective"] > 0
+    assert run("verify", out2, "--instance", "instances/decode/llama405b-tp8pp2-16.toml")[0] == 0
+
+
+def test_cli_wire_bad_inputs(tmp_path):
+    m = str(tmp_path / "m.npy")
+    np.save(m, np.where(np.eye(6), 0, 1.0))
+    cases = [
+        (("--ports", "0", "--port-bandwidth-gbps", "100"), "port budget must be >= 1"),
+        (("--port-bandwidth-gbps", "100"), "needs --ports"),
+        (("--ports", "2", "--port-bandwidth-gbps", "100", "--switch-radix", "1"), "cannot host a circuit"),
+        (("--ports", "2", "--port-bandwidth-gbps", "100", "--policy", "direct"), "direct-only wiring cannot serve rows"),
+    ]
+    for args, needle in cases:
+        code, _, err = run("wire", m, "-o", str(tmp_path / "w.json"), *args)
+        assert code == 2 and needle in err and err.count("\n") == 1, (args, err)
+    bad_fixed = write(tmp_path, "fixed.json", json.dumps(
+        {"format": "ocs-synth/wiring", "version": 1, "accelerators": 6, "ports_per_accelerator": 2,
+         "circuits": [{"switch": 1, "a": [0, 0], "b": [1, 1]}]}))
+    code, _, err = run("wire", m, "-o", str(tmp_path / "w.json"), "--ports", "2", "--port-bandwidth-gbps", "100",
+                       "--fixed", bad_fixed)
+    assert code == 2 and "fixed circuits are infeasible" in err
+    code, _, err = run("wire", m, "-o", str(tmp_path / "no" / "w.json"), "--ports", "2", "--port-bandwidth-gbps", "1")
+    assert code == 2 and "does not exist" in err
+    assert not (tmp_path / "w.json").exists()
