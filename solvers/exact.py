@@ -147,6 +147,38 @@ def _incident(ix: _Index) -> dict[int, list[tuple[int, int]]]:
     return inc
 
 
+def _topology_vars(ix: _Index, per_switch: bool) -> dict:
+    """Topology variables: key -> (name, lower, upper). Per switch: y[(s, i, j)]; else x[(i, j)]."""
+    if per_switch:
+        return {(s, *p): (f"y_{s}_{p[0]}_{p[1]}", ix.fixed.get((s, *p), 0), mx) for p in ix.pairs for s, mx in ix.on[p]}
+    return {p: (f"x_{p[0]}_{p[1]}", 0, ix.max_x[p]) for p in ix.pairs}
+
+
+def _topology_rows(problem: WiringProblem, ix: _Index, per_switch: bool):
+    """The linear rows over the topology variables, for any modelling API: (terms, sense, rhs) with terms a
+    list of (variable key, coefficient). Per switch: a b-matching per switch, radix / 2 circuits at most, and
+    switches in decreasing order of use when they are interchangeable. Relaxed: the degree budget only."""
+    lay = problem.layout
+    if not per_switch:
+        for a, inc in _incident(ix).items():
+            yield [(p, 1) for p in inc], "<=", int(ix.cap[a].sum())
+        yield [(p, 1) for p in ix.pairs], "<=", sum(r // 2 for r in lay.switch_radix)
+        return
+    by_s: dict[int, list] = {}
+    for p in ix.pairs:
+        for s, _ in ix.on[p]:
+            by_s.setdefault(s, []).append((s, *p))
+    for s, keys in sorted(by_s.items()):
+        yield [(k, 1) for k in keys], "<=", lay.switch_radix[s] // 2
+        for a in np.flatnonzero(ix.cap[:, s] > 0):
+            inc = [(k, 1) for k in keys if a in k[1:]]
+            if inc:
+                yield inc, "<=", int(ix.cap[a, s])
+    if _symmetric_switches(problem) and not ix.fixed:
+        for s in range(lay.switches - 1):
+            yield [(k, 1) for k in by_s.get(s, [])] + [(k, -1) for k in by_s.get(s + 1, [])], ">=", 0
+
+
 def _counts(problem: WiringProblem, ix: _Index, values: dict, per_switch: bool):
     """Per-switch circuit counts: read from y, or by colouring the pair counts x onto the switches
     (None when they do not fit)."""
@@ -203,31 +235,12 @@ def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool) -
     D = t / scale
     cap = problem.port_bytes_per_s / scale
     prob = pulp.LpProblem("wiring", pulp.LpMaximize if problem.objective == "time" else pulp.LpMinimize)
-    y: dict = {}
-    if per_switch:
-        for p in ix.pairs:
-            for s, m in ix.on[p]:
-                lo = ix.fixed.get((s, *p), 0)
-                y[(s, *p)] = prob.add_variable(f"y_{s}_{p[0]}_{p[1]}", lo, m, cat="Integer")
-        for s in range(problem.layout.switches):
-            on_s = [v for (ss, i, j), v in y.items() if ss == s]
-            if not on_s:
-                continue
-            prob += pulp.lpSum(on_s) <= problem.layout.switch_radix[s] // 2
-            for a in np.flatnonzero(ix.cap[:, s] > 0):
-                inc = [v for (ss, i, j), v in y.items() if ss == s and a in (i, j)]
-                if inc:
-                    prob += pulp.lpSum(inc) <= int(ix.cap[a, s])
-        if _symmetric_switches(problem) and not ix.fixed:
-            for s in range(problem.layout.switches - 1):
-                prob += pulp.lpSum(v for (ss, *_), v in y.items() if ss == s) >= \
-                    pulp.lpSum(v for (ss, *_), v in y.items() if ss == s + 1)
-        x = {p: pulp.lpSum(y[(s, *p)] for s, _ in ix.on[p]) for p in ix.pairs}
-    else:
-        x = {p: prob.add_variable(f"x_{p[0]}_{p[1]}", 0, ix.max_x[p], cat="Integer") for p in ix.pairs}
-        for a, inc in _incident(ix).items():
-            prob += pulp.lpSum(x[p] for p in inc) <= int(ix.cap[a].sum())
-        prob += pulp.lpSum(x.values()) <= sum(r // 2 for r in problem.layout.switch_radix)
+    y = {key: prob.add_variable(name, lo, hi, cat="Integer")
+         for key, (name, lo, hi) in _topology_vars(ix, per_switch).items()}
+    for terms, sense, rhs in _topology_rows(problem, ix, per_switch):
+        expr = pulp.lpSum(c * y[k] for k, c in terms)
+        prob += (expr <= rhs) if sense == "<=" else (expr >= rhs)
+    x = {p: pulp.lpSum(y[(s, *p)] for s, _ in ix.on[p]) for p in ix.pairs} if per_switch else y
     f = {}
     for k in ix.srcs:
         for (a, b) in ix.arcs:
@@ -342,33 +355,14 @@ def _solve_cpsat(problem: WiringProblem, params: SolveParams, per_switch: bool) 
     ix = _index(problem)
     unit, D = integer_units(problem.traffic.bytes_)
     m = cp_model.CpModel()
-    y: dict = {}
+    y = {key: m.NewIntVar(lo, hi, name) for key, (name, lo, hi) in _topology_vars(ix, per_switch).items()}
+    for terms, sense, rhs in _topology_rows(problem, ix, per_switch):
+        expr = sum(c * y[k] for k, c in terms)
+        m.Add(expr <= rhs) if sense == "<=" else m.Add(expr >= rhs)
     x = {}
-    if per_switch:
-        for p in ix.pairs:
-            for s, mx in ix.on[p]:
-                y[(s, *p)] = m.NewIntVar(ix.fixed.get((s, *p), 0), mx, f"y_{s}_{p[0]}_{p[1]}")
-        for s in range(problem.layout.switches):
-            on_s = [v for (ss, i, j), v in y.items() if ss == s]
-            if not on_s:
-                continue
-            m.Add(sum(on_s) <= problem.layout.switch_radix[s] // 2)
-            for a in np.flatnonzero(ix.cap[:, s] > 0):
-                inc = [v for (ss, i, j), v in y.items() if ss == s and a in (i, j)]
-                if inc:
-                    m.Add(sum(inc) <= int(ix.cap[a, s]))
-        if _symmetric_switches(problem) and not ix.fixed:
-            for s in range(problem.layout.switches - 1):
-                m.Add(sum(v for (ss, *_), v in y.items() if ss == s) >= sum(v for (ss, *_), v in y.items() if ss == s + 1))
-        for p in ix.pairs:
-            x[p] = m.NewIntVar(0, ix.max_x[p], f"x_{p[0]}_{p[1]}")
-            m.Add(x[p] == sum(y[(s, *p)] for s, _ in ix.on[p]))
-    else:
-        for p in ix.pairs:
-            x[p] = m.NewIntVar(0, ix.max_x[p], f"x_{p[0]}_{p[1]}")
-        for a, inc in _incident(ix).items():
-            m.Add(sum(x[p] for p in inc) <= int(ix.cap[a].sum()))
-        m.Add(sum(x.values()) <= sum(r // 2 for r in problem.layout.switch_radix))
+    for p in ix.pairs:
+        x[p] = m.NewIntVar(0, ix.max_x[p], f"x_{p[0]}_{p[1]}")
+        m.Add(x[p] == (sum(y[(s, *p)] for s, _ in ix.on[p]) if per_switch else y[p]))
     total = int(D.sum())
     exact_units_ok = bool(np.allclose(D * unit, problem.traffic.bytes_))
     f = {}
