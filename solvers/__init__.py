@@ -115,19 +115,41 @@ def _lp_round(problem: WiringProblem, params: SolveParams) -> Wiring:
 
 
 def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: str, t0: float,
-            extra: dict | None = None) -> SolveResult:
+            extra: dict | None = None, start_score: tuple[float, str] | None = None) -> SolveResult:
+    """Local search from `start`; the answer is the better of the improved wiring and the start under the
+    final objective (hop count is only the search's proxy), so it is never worse than its start."""
     from .local_search import improve_hops
     budget = max(1.0, params.time_limit_s - (time.perf_counter() - t0))
     limit = Limit.NONE
     try:
-        share = 0.5 if problem.accelerators > 256 else 0.85   # the rest scores the routing (MWU)
+        share = 0.5 if problem.accelerators > 256 else 0.7   # the rest scores the routing (MWU)
         w, _, tried, kept = improve_hops(start, problem.traffic.bytes_, budget * share, params.seed, params.progress)
         limit = Limit.TIME
     except KeyboardInterrupt:
         w, tried, kept, limit = start, 0, 0, Limit.INTERRUPT
     score_s = max(2.0, params.time_limit_s - (time.perf_counter() - t0))
-    return _result(problem, name, w, params, t0, limit,
-                   {**(extra or {}), "moves_tried": tried, "moves_kept": kept}, score_s=score_s)
+    res = _result(problem, name, w, params, t0, limit,
+                  {**(extra or {}), "moves_tried": tried, "moves_kept": kept}, score_s=score_s)
+    if start_score is not None and start_score[0] < res.objective:
+        res = _result(problem, name, start, params, t0, limit,
+                      {**(extra or {}), "moves_tried": tried, "moves_kept": kept, "kept_start": True},
+                      score_s=score_s)
+    return res
+
+
+def _scored_start(problem: WiringProblem, params: SolveParams, candidates: dict[str, Wiring]):
+    """The best start: by the final objective when scoring is cheap (up to 256 accelerators), else by
+    hop-weighted bytes. Returns (name, wiring, score or None)."""
+    if problem.accelerators <= 256:
+        scored = {k: problem.score(w, time_limit_s=max(2.0, params.time_limit_s / 10)) for k, w in candidates.items()}
+        best = min(scored, key=lambda k: scored[k][0])
+        return best, candidates[best], scored[best]
+    from .local_search import _hop_bytes
+    t = problem.traffic.bytes_
+    vals = {k: _hop_bytes(problem.accelerators, w.circuit_array[:, 1], w.circuit_array[:, 3], t + t.T)[0]
+            for k, w in candidates.items()}
+    best = min(vals, key=vals.get)
+    return best, candidates[best], None
 
 
 def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = SolveParams()) -> SolveResult:
@@ -147,17 +169,16 @@ def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = Sol
         from .exact import solve_cpsat
         res = solve_cpsat(problem, params)
     elif solver == "lp-round":
-        res = _search(problem, params, _lp_round(problem, params), "lp-round", t0,
-                      {"start": "lp-relaxation" if problem.accelerators <= LP_BOUND_MAX else "expander"})
-    else:  # search: start from the best quick baseline under the hop objective
-        starts = [baselines.expander(problem.layout, params.seed),
-                  baselines.topoopt(problem.traffic.bytes_, problem.layout, params.seed)]
-        from .local_search import _hop_bytes
-        sym = problem.traffic.bytes_
-        vals = [_hop_bytes(problem.accelerators, w.circuit_array[:, 1], w.circuit_array[:, 3], sym + sym.T)[0]
-                for w in starts]
-        start = starts[int(np.argmin(vals))]
-        res = _search(problem, params, start, "search", t0, {"start": ["expander", "topoopt"][int(np.argmin(vals))]})
+        start = _lp_round(problem, params)
+        score = problem.score(start, time_limit_s=max(2.0, params.time_limit_s / 10)) \
+            if problem.accelerators <= 256 else None
+        res = _search(problem, params, start, "lp-round", t0,
+                      {"start": "lp-relaxation" if problem.accelerators <= LP_BOUND_MAX else "expander"}, score)
+    else:  # search: start from the best quick baseline
+        cands = {"expander": baselines.expander(problem.layout, params.seed),
+                 "topoopt": baselines.topoopt(problem.traffic.bytes_, problem.layout, params.seed)}
+        name, start, score = _scored_start(problem, params, cands)
+        res = _search(problem, params, start, "search", t0, {"start": name}, score)
     if res.artifact is not None:
         bad = wiring_violations(res.artifact)
         if bad:  # a solver bug, never user input: refuse to return an unrealizable wiring

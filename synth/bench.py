@@ -72,3 +72,88 @@ def bench_flow(nodes: int = 1024, degree: int = 4, flows: int = 100_000, seed: i
     best = min(runs, key=lambda r: r["total_s"])
     return {"nodes": nodes, "degree": degree, "flows": flows, "seed": seed, "repeat": repeat, **best,
             "total_s_median": statistics.median(r["total_s"] for r in runs)}
+
+
+SUITE_KEYS = {"name", "source", "ports", "port_bandwidth_gbps", "objective", "optimum", "bound", "best_known",
+              "tolerance", "note", "small"}
+
+
+def load_suite(path: str) -> list[dict[str, Any]]:
+    """Cases of a wiring suite file (TOML `[[case]]` tables), checked."""
+    import tomllib
+    from .errors import InvalidInput, unknown_key_message
+    from .formats import read_text
+    try:
+        doc = tomllib.loads(read_text(path))
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidInput(f"malformed TOML: {exc}", source=path) from None
+    cases = doc.get("case", [])
+    for i, c in enumerate(cases):
+        for k in c:
+            if k not in SUITE_KEYS:
+                raise InvalidInput(unknown_key_message(k, SUITE_KEYS), field=f"case[{i}]", source=path)
+        for k in ("name", "source", "objective"):
+            if k not in c:
+                raise InvalidInput("missing required key", field=f"case[{i}].{k}", source=path)
+    return cases
+
+
+def suite_problem(case: dict[str, Any]):
+    from .instance import load_instance
+    from .formats import load_traffic
+    from .model import OCSLayout
+    from .problem import WiringProblem
+    from .workload import build_workload
+    if case["source"].endswith(".toml"):
+        inst = load_instance(case["source"])
+        return WiringProblem.from_instance(inst, build_workload(inst).traffic, objective=case["objective"])
+    tm = load_traffic(case["source"])
+    return WiringProblem(tm, OCSLayout.uniform(tm.accelerators, case["ports"]), case["port_bandwidth_gbps"],
+                         case["objective"], name=case["name"])
+
+
+def check_case(case: dict[str, Any], status: str, objective: float, rel: float = 1e-6,
+               baseline: bool = False) -> str:
+    """'ok' or what is wrong: OPTIMAL must equal the recorded optimum; any answer must respect the recorded
+    bound (and a FEASIBLE one the best known, within the tolerance)."""
+    opt = case.get("optimum")
+    if opt is not None:
+        if status == "OPTIMAL" and abs(objective - opt) > rel * max(abs(opt), 1e-300):
+            return f"OPTIMAL {objective:.6g} != recorded optimum {opt:.6g}"
+        if objective < opt * (1 - rel):
+            return f"{objective:.6g} beats the recorded optimum {opt:.6g}"
+    bound = case.get("bound")
+    if bound is not None and objective < bound * (1 - rel):
+        return f"{objective:.6g} is below the recorded bound {bound:.6g}"
+    best = case.get("best_known")
+    if best is not None and not baseline and status == "FEASIBLE" and objective > best * (1 + case.get("tolerance", 0.0)):
+        return f"{objective:.6g} is worse than best known {best:.6g} by more than {case.get('tolerance', 0.0):.0%}"
+    return "ok"
+
+
+def bench_wire(path: str, solvers: list[str], time_limit_s: float, small_only: bool = False,
+               names: list[str] | None = None, progress=None) -> list[dict[str, Any]]:
+    from solvers import BASELINES, wire
+    from .model import SolveParams
+    from .verify import wiring_violations
+    rows = []
+    for case in load_suite(path):
+        if (small_only and not case.get("small")) or (names and case["name"] not in names):
+            continue
+        problem = suite_problem(case)
+        for solver in solvers:
+            backend = "auto"
+            if ":" in solver:
+                solver, backend = solver.split(":", 1)
+            if solver in ("milp", "cpsat") and problem.accelerators > 64:
+                continue
+            if progress:
+                progress(f"{case['name']}: {solver}")
+            res = wire(problem, solver, SolveParams(time_limit_s=time_limit_s, backend=backend))
+            valid = res.artifact is not None and not wiring_violations(res.artifact)
+            rows.append({"case": case["name"], "solver": res.solver, "status": res.status.value,
+                         "objective": res.objective, "bound": res.bound, "gap": res.gap, "wall_s": res.wall_s,
+                         "verified": valid, "recorded": case.get("optimum", case.get("bound")),
+                         "check": check_case(case, res.status.value, res.objective,
+                                             baseline=res.solver in BASELINES) if res.objective else "no answer"})
+    return rows

@@ -492,5 +492,32 @@ def bench_flow_cmd(nodes: int, degree: int, flows: int, seed: int, repeat: int) 
     echo_json({**bench_flow(nodes, degree, flows, seed, repeat), "machine": machine()})
 
 
+@bench.command("wire")
+@click.option("--suite", "suite", default="instances/wiring/suite.toml", show_default=True,
+              type=click.Path(dir_okay=False, path_type=str))
+@click.option("--solvers", default="auto", show_default=True,
+              help="Comma-separated, e.g. milp:highs,milp:cbc,cpsat,search,expander,topoopt.")
+@click.option("--time-limit", "time_limit", default=60.0, show_default=True, type=float)
+@click.option("--small", is_flag=True, help="Only the cases marked small.")
+@click.option("--case", "cases", multiple=True, help="Only these cases (repeatable).")
+@click.option("--json", "as_json", is_flag=True)
+@handles_errors
+def bench_wire_cmd(suite: str, solvers: str, time_limit: float, small: bool, cases: tuple[str, ...],
+                   as_json: bool) -> None:
+    """Run the wiring suite: every answer verified and checked against the recorded optimum or bound."""
+    from .bench import bench_wire, machine
+    rows = bench_wire(suite, [s.strip() for s in solvers.split(",") if s.strip()], time_limit, small,
+                      list(cases) or None, progress=lambda m: click.echo(m, err=True))
+    if as_json:
+        echo_json({"rows": rows, "machine": machine()})
+    else:
+        click.echo(f"{'case':<20}{'solver':<12}{'status':<10}{'objective':>14}{'bound':>14}{'gap':>8}{'wall s':>8}  check")
+        for r in rows:
+            click.echo(f"{r['case']:<20}{r['solver']:<12}{r['status']:<10}{r['objective'] or float('nan'):>14.6g}"
+                       f"{r['bound'] or float('nan'):>14.6g}{100 * (r['gap'] or 0):>7.2f}%{r['wall_s']:>8.1f}  {r['check']}")
+    if any(r["check"] != "ok" or not r["verified"] for r in rows):
+        sys.exit(EXIT_INVALID)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

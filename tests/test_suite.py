@@ -1,0 +1,39 @@
+"""The wiring suite: recorded optima and bounds, status-dependent assertions (OPTIMAL => equals the
+recorded optimum; anything => respects the recorded bound)."""
+import pytest
+
+from synth.bench import bench_wire, check_case, load_suite
+
+FAST = ["ring8", "hotspot6", "alltoall8-hops", "llama405b-16-hops"]
+
+
+def test_suite_file_is_well_formed():
+    cases = load_suite("instances/wiring/suite.toml")
+    names = {c["name"] for c in cases}
+    assert set(FAST) <= names and "moe5t-576" in names
+    for c in cases:
+        assert "optimum" in c or "bound" in c, c["name"]
+
+
+@pytest.mark.parametrize("name", FAST)
+def test_exact_backends_reach_the_recorded_optimum(name):
+    rows = bench_wire("instances/wiring/suite.toml", ["milp:highs", "milp:cbc", "cpsat"], 60, names=[name])
+    assert len(rows) == 3
+    for r in rows:
+        assert r["verified"] and r["status"] == "OPTIMAL" and r["check"] == "ok", r
+
+
+@pytest.mark.slow
+def test_alltoall8_time_optimum():
+    rows = bench_wire("instances/wiring/suite.toml", ["milp:highs", "cpsat"], 120, names=["alltoall8-time"])
+    assert all(r["status"] == "OPTIMAL" and r["check"] == "ok" for r in rows), rows
+
+
+def test_check_case_semantics():
+    case = {"optimum": 2.0, "bound": 1.5}
+    assert check_case(case, "OPTIMAL", 2.0) == "ok"
+    assert "!= recorded optimum" in check_case(case, "OPTIMAL", 2.5)
+    assert check_case(case, "FEASIBLE", 2.5) == "ok"
+    assert "beats the recorded optimum" in check_case(case, "FEASIBLE", 1.9)
+    assert "below the recorded bound" in check_case({"bound": 1.5}, "FEASIBLE", 1.0)
+    assert "worse than best known" in check_case({"bound": 1.0, "best_known": 1.1, "tolerance": 0.05}, "FEASIBLE", 1.3)
