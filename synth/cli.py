@@ -147,9 +147,11 @@ def traffic(source: str, output: str | None, as_json: bool, top: int, context_to
 @click.argument("wiring", type=click.Path(dir_okay=False, path_type=str))
 @click.option("--instance", "instance_path", type=click.Path(dir_okay=False, path_type=str),
               help="Check the wiring against this instance's accelerators and ports too.")
+@click.option("--schedule", "schedule_path", type=click.Path(dir_okay=False, path_type=str),
+              help="Also check a schedule file on this wiring (simulates its data).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @handles_errors
-def verify(wiring: str, instance_path: str | None, as_json: bool) -> None:
+def verify(wiring: str, instance_path: str | None, schedule_path: str | None, as_json: bool) -> None:
     """Check a WIRING file: ports within budget, each port in at most one circuit, circuits only between
     ports on the same switch, switch radix respected, no self-loops.
 
@@ -163,6 +165,17 @@ def verify(wiring: str, instance_path: str | None, as_json: bool) -> None:
         inst = load_instance(instance_path)
     w = load_wiring(wiring)
     bad = wiring_violations(w, inst)
+    if schedule_path:
+        import json as _json
+        from .formats import read_text
+        from .schedule import check_schedule, schedule_from_dict
+        from .verify import Violation
+        try:
+            doc = _json.loads(read_text(schedule_path))
+        except _json.JSONDecodeError as exc:
+            raise InvalidInput(f"malformed JSON: {exc.msg} at line {exc.lineno}", source=schedule_path) from None
+        chk = check_schedule(schedule_from_dict(doc, source=schedule_path), w.adjacency())
+        bad += [Violation("schedule", f"{schedule_path}: {v}") for v in chk.violations[:1]]
     result = {"wiring": wiring, "valid": not bad, "accelerators": w.accelerators,
               "ports_per_accelerator": w.ports_per_accelerator, "circuits": len(w.circuits),
               "violations": [v.to_dict() for v in bad]}
@@ -460,6 +473,143 @@ def wire(source: str, output: str, solver: str, backend: str, objective: str, po
     for b, r in block.get("baselines", {}).items():
         click.echo(f"  baseline {b:<9} objective {r['objective']:.6g}  gap {100 * (r['gap'] or 0):.1f}%")
     click.echo(f"wrote {output}" + (f" and cross-connects in {xconnect_dir}" if xconnect_dir else ""))
+
+
+# --------------------------------------------------------------------------------------------------
+def parse_size(text: str) -> float:
+    """'64MB', '1.5GiB', '4096' -> bytes (k/M/G/T are powers of 1000, Ki/Mi/Gi of 1024).
+
+    >>> parse_size("64MB"), parse_size("1KiB"), parse_size("12")
+    (64000000.0, 1024.0, 12.0)
+    """
+    import re
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([kKMGT]i?)?B?\s*", text)
+    if not m:
+        raise InvalidInput(f"not a size: {text!r} (e.g. 4096, 64MB, 1GiB)", field="--bytes")
+    value = float(m.group(1))
+    unit = m.group(2) or ""
+    scale = {"": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 2 ** 10, "Mi": 2 ** 20,
+             "Gi": 2 ** 30, "Ti": 2 ** 40, "ki": 2 ** 10}[unit]
+    if not value > 0:
+        raise InvalidInput(f"must be > 0, got {text!r}", field="--bytes")
+    return value * scale
+
+
+def parse_ranks(text: str, n: int) -> tuple[int, ...]:
+    """'all', '0-7', '0,2,4' or mixes like '0-3,8' -> accelerator ids."""
+    if text.strip() == "all":
+        return tuple(range(n))
+    out: list[int] = []
+    try:
+        for part in text.split(","):
+            if "-" in part:
+                a, b = (int(x) for x in part.split("-"))
+                out += list(range(a, b + 1))
+            else:
+                out.append(int(part))
+    except ValueError:
+        raise InvalidInput(f"expected all, 0-7 or 0,2,4; got {text!r}", field="--ranks") from None
+    bad = [r for r in out if not 0 <= r < n]
+    if bad:
+        raise InvalidInput(f"rank {bad[0]} is not in the wiring (accelerators 0..{n - 1})", field="--ranks")
+    if len(set(out)) != len(out):
+        raise InvalidInput("names a rank twice", field="--ranks")
+    if len(out) < 2:
+        raise InvalidInput("a collective needs at least 2 ranks", field="--ranks")
+    return tuple(out)
+
+
+@main.command()
+@click.argument("wiring", type=click.Path(dir_okay=False, path_type=str))
+@click.option("--collective", required=True,
+              type=click.Choice(["allreduce", "allgather", "reducescatter", "alltoall"]))
+@click.option("--ranks", default="all", show_default=True, help="all, 0-7 or 0,2,4")
+@click.option("--bytes", "size", required=True, help="Message size: 4096, 64MB, 1GiB (see README).")
+@click.option("--chunks", type=int, help="Chunks (default: 2n, or n^2 for all-to-all).")
+@click.option("--port-bandwidth-gbps", "bandwidth", type=float, help="Default: the wiring's instance block.")
+@click.option("--alpha-us", "alpha", type=float, help="Per-step latency (default: the instance block, else 0.6).")
+@click.option("--algorithm", default="best", show_default=True,
+              type=click.Choice(["best", "ring", "biring", "direct", "recursive", "pairwise", "cpsat"]))
+@click.option("--time-limit", "time_limit", default=20.0, show_default=True, type=float,
+              help="Seconds for CP-SAT synthesis (groups of up to 16 ranks).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=str), help="Schedule file (JSON).")
+@click.option("--msccl-xml", "xml_path", type=click.Path(dir_okay=False, path_type=str),
+              help="Also write the schedule as MSCCL algorithm XML.")
+@click.option("--json", "as_json", is_flag=True)
+@handles_errors
+def schedule(wiring: str, collective: str, ranks: str, size: str, chunks: int | None, bandwidth: float | None,
+             alpha: float | None, algorithm: str, time_limit: float, output: str | None, xml_path: str | None,
+             as_json: bool) -> None:
+    """Synthesize a collective schedule on a WIRING: constructions and (small groups) CP-SAT, each checked
+    by simulating its data, timed by the analytical model, with lower bounds and the gap."""
+    from solvers import schedules as S
+    from .formats import atomic_write, check_output_path, json_dumps, load_wiring
+    from .model import Collective
+    from .schedule import check_schedule, schedule_to_dict
+    from .verify import require_valid_wiring
+    for path in (output, xml_path):
+        if path:
+            check_output_path(path)
+    w = require_valid_wiring(load_wiring(wiring), source=wiring)
+    inst = w.instance or {}
+    bw = bandwidth if bandwidth is not None else inst.get("port_bandwidth_gbps")
+    if bw is None:
+        raise InvalidInput("the wiring has no instance block; give --port-bandwidth-gbps", field="--port-bandwidth-gbps",
+                           source=wiring)
+    if not bw > 0:
+        raise InvalidInput(f"must be > 0, got {bw}", field="--port-bandwidth-gbps")
+    a_us = alpha if alpha is not None else inst.get("step_latency_us", 0.6)
+    if a_us < 0:
+        raise InvalidInput(f"must be >= 0, got {a_us}", field="--alpha-us")
+    fab = S.Fabric(w.adjacency(), bw * 1e9 / 8, a_us, inst.get("link_latency_us", 0.0) or 0.0)
+    coll = Collective(collective, parse_ranks(ranks, w.accelerators), parse_size(size))
+    n = len(coll.ranks)
+    k = chunks if chunks is not None else (n * n if collective == "alltoall" else 2 * n)
+    S.validate_group(fab, coll, k)
+    if algorithm == "best":
+        res = S.best_schedule(fab, coll, k, time_limit_s=time_limit)
+        sched, t, table = res["schedule"], res["time_us"], res["table"]
+        bounds = res["bounds"]
+    else:
+        if algorithm == "cpsat":
+            front = S.pareto(fab, coll, k, time_limit_s=time_limit)
+            if not front:
+                raise InvalidInput(f"CP-SAT found no schedule in {time_limit:g} s", field="--algorithm")
+            sched = min((p["schedule"] for p in front), key=fab.time_us)
+        else:
+            builder = {"ring": S.ring, "direct": S.direct, "recursive": S.recursive, "pairwise": S.pairwise,
+                       "biring": lambda f, c, kk: S.ring(f, c, kk, bidirectional=True)}[algorithm]
+            sched = builder(fab, coll, k)
+        t, table = fab.time_us(sched), {}
+        bounds = S.lower_bounds(fab, coll)
+    chk = check_schedule(sched, w.adjacency())
+    if not chk.ok:  # never hand out a schedule the checker rejects
+        raise InvalidInput(f"internal error: {sched.algorithm} schedule fails the checker: {chk.violations[0]}",
+                           field="--algorithm")
+    out = {"collective": collective, "ranks": len(coll.ranks), "bytes": coll.bytes_, "chunks": k,
+           "algorithm": sched.algorithm, "steps": len(sched.steps), "time_us": t,
+           "lower_bound_us": bounds.time_us, "gap": max(0.0, (t - bounds.time_us) / t) if t > 0 else 0.0,
+           "lower_bound_steps": bounds.steps, "bounds": bounds.named, "verified": chk.ok,
+           "candidates": table}
+    if output:
+        atomic_write(output, json_dumps(schedule_to_dict(sched, {"time_us": t, "lower_bound_us": bounds.time_us,
+                                                                  "wiring": wiring})))
+        out["written"] = output
+    if xml_path:
+        from .msccl import to_msccl_xml
+        atomic_write(xml_path, to_msccl_xml(sched))
+        out["msccl_xml"] = xml_path
+    if as_json:
+        echo_json(out)
+        return
+    click.echo(f"{collective} on {n} ranks, {human_bytes(coll.bytes_)}: {sched.algorithm}, {len(sched.steps)} steps, "
+               f"{t:,.2f} us (lower bound {bounds.time_us:,.2f} us, gap {100 * out['gap']:.1f}%), verified")
+    for name, row in table.items():
+        click.echo(f"  {name:<28}{row['steps']:>5} steps {row['time_us']:>14,.2f} us" +
+                   ("" if row["verified"] else f"  REJECTED: {row['violation']}"))
+    for path in (output, xml_path):
+        if path:
+            click.echo(f"wrote {path}")
 
 
 # --------------------------------------------------------------------------------------------------

@@ -31,8 +31,9 @@ REDUCING = (CollectiveKind.REDUCESCATTER, CollectiveKind.ALLREDUCE)
 
 def chunk_bytes(schedule: Schedule) -> float:
     coll, n = schedule.collective, len(schedule.collective.ranks)
-    if coll.kind in (CollectiveKind.ALLTOALL, CollectiveKind.ALLTOALLV):
-        return coll.bytes_ / (n * schedule.chunks / n) if schedule.chunks else 0.0
+    if coll.kind in (CollectiveKind.ALLTOALL, CollectiveKind.ALLTOALLV):   # M = what a rank sends its n-1 peers
+        k = schedule.chunks // (n * n)
+        return coll.bytes_ / ((n - 1) * k) if k else 0.0
     return coll.bytes_ / schedule.chunks
 
 

@@ -1,0 +1,492 @@
+"""Collective schedule synthesis on a wiring: constructions, CP-SAT synthesis, lower bounds, selection.
+
+Every function takes the wiring's circuit-count adjacency (accelerators x accelerators) and a
+:class:`~synth.model.Collective`; schedules returned here are checked by :func:`synth.schedule.check_schedule`
+in :func:`best_schedule` before anything leaves this module.
+
+Constructions (fast, always available): ``ring`` (on a Hamiltonian cycle of the ranks when the wiring has
+one among them, else in rank order with forwarded hops), ``biring`` (chunks split over both directions of
+the ring), ``direct`` (one step, every transfer on a shortest path), ``recursive`` (recursive doubling /
+halving for power-of-two groups), ``pairwise`` (all-to-all in n - 1 shifted steps). All-reduce is
+reduce-scatter followed by all-gather.
+
+Synthesis (``cpsat``, small groups): the k-synchronous model of SCCL: have[c, v, t] / send[c, u->v, t] with
+per-step rounds r_t (each directed circuit carries at most r_t chunks per step); first the fewest steps (the
+latency optimum), then for each step count the fewest total rounds (the bandwidth optimum) -> the Pareto set.
+Reduce-scatter is the all-gather schedule reversed with reductions; all-reduce is the two back to back.
+
+Lower bounds: steps of a store-and-forward schedule >= the largest distance between ranks that must
+exchange data and >= ceil(log_{d+1} n); time >= alpha + the longest distance's hop latency + the bandwidth
+bound; all-gather / reduce-scatter bandwidth: (M / n) / min over cuts S of B_in(S) / |ranks
+outside S| (the exact optimum on any graph, ForestColl), found by binary search over parametric min-cuts
+(networkx max-flow); twice that for all-reduce; all-to-all: the max-concurrent-flow LP optimum
+(:func:`synth.network.optimal_routing`) with the ingress bound as a cheap check.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.sparse.csgraph import shortest_path
+import scipy.sparse as sp
+
+from synth.errors import InvalidInput
+from synth.model import Collective, CollectiveKind, Schedule, Transfer
+from synth.schedule import check_schedule, chunk_bytes, schedule_time_us
+
+AG, RS, AR, A2A = (CollectiveKind.ALLGATHER, CollectiveKind.REDUCESCATTER, CollectiveKind.ALLREDUCE,
+                   CollectiveKind.ALLTOALL)
+
+
+@dataclass(frozen=True)
+class Fabric:
+    """What schedules run on: circuit counts, bandwidth per circuit and direction, alpha, hop latency."""
+
+    adjacency: np.ndarray
+    port_bytes_per_s: float
+    alpha_us: float = 0.6
+    link_latency_us: float = 0.0
+
+    def __post_init__(self) -> None:
+        adj = np.asarray(self.adjacency)
+        pred_dist = shortest_path(sp.csr_matrix(adj > 0), method="D", unweighted=True, directed=False,
+                                  return_predecessors=True)
+        object.__setattr__(self, "_dist", pred_dist[0])
+        object.__setattr__(self, "_pred", pred_dist[1])
+
+    @property
+    def dist(self) -> np.ndarray:
+        return self._dist  # type: ignore[attr-defined]
+
+    def path(self, a: int, b: int) -> tuple[int, ...]:
+        """Intermediate accelerators of a shortest path a -> b (empty for a direct circuit)."""
+        if not np.isfinite(self.dist[a, b]):
+            raise InvalidInput(f"ranks {a} and {b} are not connected by the wiring", field="ranks")
+        out = []
+        cur = self._pred[a, b]  # type: ignore[attr-defined]
+        while cur != a:
+            out.append(int(cur))
+            cur = self._pred[a, cur]  # type: ignore[attr-defined]
+        return tuple(reversed(out))
+
+    def time_us(self, s: Schedule) -> float:
+        return schedule_time_us(s, self.adjacency, self.port_bytes_per_s, self.alpha_us, self.link_latency_us)
+
+
+def _t(fab: Fabric, a: int, b: int, c: int, size: float, reduce: bool = False) -> Transfer:
+    return Transfer(a, b, c, size, reduce, fab.path(a, b))
+
+
+def validate_group(fab: Fabric, coll: Collective, chunks: int) -> None:
+    n, N = len(coll.ranks), fab.adjacency.shape[0]
+    bad = [r for r in coll.ranks if r >= N]
+    if bad:
+        raise InvalidInput(f"rank {bad[0]} is not in the wiring (accelerators 0..{N - 1})", field="ranks")
+    d = fab.dist[np.ix_(coll.ranks, coll.ranks)]
+    if not np.isfinite(d).all():
+        i, j = np.argwhere(~np.isfinite(d))[0]
+        raise InvalidInput(f"the wiring leaves ranks {coll.ranks[i]} and {coll.ranks[j]} disconnected", field="ranks")
+    if chunks < 1:
+        raise InvalidInput(f"must be >= 1, got {chunks}", field="chunks")
+    if coll.kind == A2A:
+        if chunks % (n * n):
+            raise InvalidInput(f"all-to-all chunks must be a multiple of n^2 = {n * n}, got {chunks}", field="chunks")
+    elif chunks % n:
+        raise InvalidInput(f"chunks ({chunks}) must be a multiple of the {n} ranks", field="chunks")
+
+
+# --------------------------------------------------------------------------------------------------
+# Constructions
+# --------------------------------------------------------------------------------------------------
+def hamiltonian_order(fab: Fabric, ranks: tuple[int, ...], time_limit_s: float = 1.0) -> list[int] | None:
+    """A cycle through all ranks using only direct circuits among them (DFS, Warnsdorff order), or None."""
+    n = len(ranks)
+    if n <= 2:
+        return list(ranks)
+    adj = fab.adjacency[np.ix_(ranks, ranks)] > 0
+    t0 = time.perf_counter()
+    order, used = [0], np.zeros(n, dtype=bool)
+    used[0] = True
+
+    def dfs() -> bool:
+        if time.perf_counter() - t0 > time_limit_s:
+            return False
+        if len(order) == n:
+            return bool(adj[order[-1], 0])
+        cand = np.flatnonzero(adj[order[-1]] & ~used)
+        cand = cand[np.argsort([(adj[c] & ~used).sum() for c in cand], kind="stable")]
+        for c in cand:
+            used[c] = True
+            order.append(int(c))
+            if dfs():
+                return True
+            order.pop()
+            used[c] = False
+        return False
+    import sys
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, 4 * n + 100))
+    try:
+        found = dfs()
+    finally:
+        sys.setrecursionlimit(old)
+    return [ranks[i] for i in order] if found else None
+
+
+def _ring_steps(fab: Fabric, order: list[int], kind: CollectiveKind, k: int, size: float, idx: dict[int, int],
+                direction: int = 1, chunk_offset: int = 0, chunk_stride: int = 1) -> list[list[Transfer]]:
+    """Ring reduce-scatter / all-gather steps along `order` (chunk ids: piece * k + j, mapped by stride)."""
+    n = len(order)
+    pos = {a: i for i, a in enumerate(order)}
+    steps: list[list[Transfer]] = []
+
+    def cid(piece_rank: int, j: int) -> int:
+        return (idx[piece_rank] * k + j) * chunk_stride + chunk_offset
+
+    if kind in (RS, AR):
+        for t in range(n - 1):
+            step = []
+            for i, a in enumerate(order):
+                piece_rank = order[(i - direction * (1 + t)) % n]
+                nxt = order[(i + direction) % n]
+                step += [_t(fab, a, nxt, cid(piece_rank, j), size, True) for j in range(k)]
+            steps.append(step)
+    if kind in (AG, AR):
+        for t in range(n - 1):
+            step = []
+            for i, a in enumerate(order):
+                piece_rank = order[(i - direction * t) % n]
+                nxt = order[(i + direction) % n]
+                step += [_t(fab, a, nxt, cid(piece_rank, j), size) for j in range(k)]
+            steps.append(step)
+    del pos
+    return steps
+
+
+def ring(fab: Fabric, coll: Collective, chunks: int, bidirectional: bool = False) -> Schedule:
+    n = len(coll.ranks)
+    if coll.kind not in (AG, RS, AR):
+        raise InvalidInput(f"ring does not do {coll.kind.value}", field="algorithm")
+    order = hamiltonian_order(fab, coll.ranks) or list(coll.ranks)
+    idx = {a: i for i, a in enumerate(coll.ranks)}
+    k = chunks // n
+    size = chunk_bytes(Schedule(coll, chunks, ()))
+    if not bidirectional:
+        return Schedule(coll, chunks, tuple(map(tuple, _ring_steps(fab, order, coll.kind, k, size, idx))), "ring")
+    if k % 2:
+        raise InvalidInput("a bidirectional ring needs an even number of chunks per rank", field="chunks")
+    fw = _ring_steps(fab, order, coll.kind, k // 2, size, idx, 1, 0, 1)
+    bw = _ring_steps(fab, order, coll.kind, k // 2, size, idx, -1, 0, 1)
+    # remap: forward uses chunks piece*k + j, backward piece*k + k/2 + j
+    def remap(steps: list[list[Transfer]], off: int) -> list[list[Transfer]]:
+        return [[Transfer(t.src, t.dst, (t.chunk // (k // 2)) * k + off + t.chunk % (k // 2), t.bytes_, t.reduce,
+                          t.path) for t in st] for st in steps]
+    steps = [a + b for a, b in zip(remap(fw, 0), remap(bw, k // 2))]
+    return Schedule(coll, chunks, tuple(map(tuple, steps)), "biring")
+
+
+def direct(fab: Fabric, coll: Collective, chunks: int) -> Schedule:
+    """One step per phase: every transfer on a shortest path (multi-hop through accelerators if needed)."""
+    n, ranks = len(coll.ranks), coll.ranks
+    size = chunk_bytes(Schedule(coll, chunks, ()))
+    if coll.kind == A2A:
+        k = chunks // (n * n)
+        step = [_t(fab, ranks[s], ranks[d], (s * n + d) * k + j, size)
+                for s in range(n) for d in range(n) if s != d for j in range(k)]
+        return Schedule(coll, chunks, (tuple(step),), "direct")
+    k = chunks // n
+    rs = [_t(fab, ranks[s], ranks[d], d * k + j, size, True) for s in range(n) for d in range(n) if s != d
+          for j in range(k)]
+    ag = [_t(fab, ranks[s], ranks[d], s * k + j, size) for s in range(n) for d in range(n) if s != d
+          for j in range(k)]
+    steps = {RS: (rs,), AG: (ag,), AR: (rs, ag)}.get(coll.kind)
+    if steps is None:
+        raise InvalidInput(f"direct does not do {coll.kind.value}", field="algorithm")
+    return Schedule(coll, chunks, tuple(map(tuple, steps)), "direct")
+
+
+def recursive(fab: Fabric, coll: Collective, chunks: int) -> Schedule:
+    """Recursive doubling (all-gather) / halving (reduce-scatter), both for all-reduce; n a power of two."""
+    n, ranks = len(coll.ranks), coll.ranks
+    if n & (n - 1) or coll.kind not in (AG, RS, AR):
+        raise InvalidInput("recursive doubling needs a power-of-two group and AG / RS / AR", field="algorithm")
+    k = chunks // n
+    size = chunk_bytes(Schedule(coll, chunks, ()))
+    logn = n.bit_length() - 1
+    rs_steps, ag_steps = [], []
+    for t in reversed(range(logn)):            # halving: exchange the half the partner will own
+        bit = 1 << t
+        step = []
+        for i in range(n):
+            p = i ^ bit
+            # pieces whose owner agrees with p on bits >= t (p's side of the split), among i's current block
+            mask = ~((bit << 1) - 1) & (n - 1)
+            for q in range(n):
+                if (q & mask) == (i & mask) and (q & bit) == (p & bit):
+                    step += [_t(fab, ranks[i], ranks[p], q * k + j, size, True) for j in range(k)]
+        rs_steps.append(step)
+    for t in range(logn):                      # doubling: exchange everything held so far
+        bit = 1 << t
+        step = []
+        for i in range(n):
+            p = i ^ bit
+            low = (bit - 1)
+            for q in range(n):
+                if (q & ~low) == (i & ~low):
+                    step += [_t(fab, ranks[i], ranks[p], q * k + j, size) for j in range(k)]
+        ag_steps.append(step)
+    steps = {RS: rs_steps, AG: ag_steps, AR: rs_steps + ag_steps}[coll.kind]
+    return Schedule(coll, chunks, tuple(map(tuple, steps)), "recursive")
+
+
+def pairwise(fab: Fabric, coll: Collective, chunks: int) -> Schedule:
+    n, ranks = len(coll.ranks), coll.ranks
+    if coll.kind != A2A:
+        raise InvalidInput("pairwise exchange is an all-to-all algorithm", field="algorithm")
+    k = chunks // (n * n)
+    size = chunk_bytes(Schedule(coll, chunks, ()))
+    steps = [tuple(_t(fab, ranks[s], ranks[(s + o) % n], (s * n + (s + o) % n) * k + j, size)
+                   for s in range(n) for j in range(k)) for o in range(1, n)]
+    return Schedule(coll, chunks, tuple(steps), "pairwise")
+
+
+# --------------------------------------------------------------------------------------------------
+# Lower bounds
+# --------------------------------------------------------------------------------------------------
+def min_cut_ratio(fab: Fabric, ranks: tuple[int, ...], tol: float = 1e-6) -> float:
+    """min over node sets S holding at least one rank of B_in(S) / |ranks outside S| (bytes/s per rank),
+    by binary search on lambda with one parametric min-cut per rank (networkx max-flow)."""
+    import networkx as nx
+    adj = fab.adjacency
+    n = len(ranks)
+    N = adj.shape[0]
+    i_idx, j_idx = np.nonzero(adj)
+    base = nx.DiGraph()
+    for a, b in zip(i_idx.tolist(), j_idx.tolist()):
+        base.add_edge(a, b, capacity=float(adj[a, b]) * fab.port_bytes_per_s)
+    hi = min(float(adj[:, r].sum()) * fab.port_bytes_per_s / (n - 1) for r in ranks)   # single-rank cuts
+    lo = 0.0
+
+    def feasible(lam: float) -> bool:   # every S holding a rank has B_in(S) + lam |ranks in S| >= lam n
+        for t in ranks:
+            g = base.copy()
+            for r in ranks:
+                g.add_edge("src", r, capacity=lam)
+            g.add_edge(t, "sink", capacity=float("inf"))
+            if nx.maximum_flow_value(g, "src", "sink") < lam * n * (1 - 1e-12):
+                return False
+        return True
+    if feasible(hi):
+        return hi
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if feasible(mid):
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= tol * hi:
+            break
+    del N
+    return lo
+
+
+@dataclass(frozen=True)
+class Bounds:
+    steps: int
+    bandwidth_us: float
+    time_us: float
+    named: dict[str, float] = field(default_factory=dict)
+
+
+def lower_bounds(fab: Fabric, coll: Collective, exact_cut_max: int = 64) -> Bounds:
+    """Step and time lower bounds (see the module doc); time = steps x alpha + the bandwidth bound."""
+    n, ranks, M = len(coll.ranks), coll.ranks, coll.bytes_
+    d = fab.dist[np.ix_(ranks, ranks)]
+    deg = int((fab.adjacency > 0).sum(axis=1).max())
+    diameter = int(d.max())
+    log_steps = math.ceil(math.log(n) / math.log(deg + 1)) if deg > 0 else n
+    named: dict[str, float] = {"diameter_steps": diameter, "log_steps": log_steps}
+    steps = max(diameter, log_steps)
+    ingress = min(float(fab.adjacency[:, r].sum()) for r in ranks) * fab.port_bytes_per_s
+    if coll.kind in (AG, RS, AR):
+        factor = 2 if coll.kind == AR else 1
+        if coll.kind == AR:
+            steps = max(steps, 2 * diameter)
+        named["ingress_us"] = factor * (n - 1) / n * M / ingress * 1e6
+        if fab.adjacency.shape[0] <= exact_cut_max:
+            lam = min_cut_ratio(fab, ranks)
+            named["cut_us"] = factor * (M / n) / lam * 1e6
+        bw = max(v for k, v in named.items() if k.endswith("_us"))
+    elif coll.kind == A2A:
+        per_pair = M / (n - 1)
+        named["ingress_us"] = M / ingress * 1e6
+        if fab.adjacency.shape[0] <= 48:
+            from synth.network import Network, optimal_routing
+            iu, ju = np.nonzero(np.triu(fab.adjacency, 1))
+            N = fab.adjacency.shape[0]
+            net = Network.from_pairs("w", N, N, np.stack([iu, ju], 1), fab.adjacency[iu, ju] * fab.port_bytes_per_s, 0)
+            dem = np.zeros((N, N))
+            dem[np.ix_(ranks, ranks)] = per_pair
+            dem[ranks, ranks] = 0
+            named["flow_lp_us"] = optimal_routing(net, dem)[0] * 1e6
+        bw = max(v for k, v in named.items() if k.endswith("_us"))
+    else:
+        bw = 0.0
+    # `steps` bounds store-and-forward schedules (one circuit per transfer and step); a forwarded transfer
+    # crosses several circuits in one step, so the time bound charges one alpha and the hop latency of the
+    # longest distance instead.
+    latency = fab.alpha_us * (2 if coll.kind == AR else 1) + diameter * fab.link_latency_us
+    return Bounds(int(steps), bw, latency + bw, named)
+
+
+# --------------------------------------------------------------------------------------------------
+# CP-SAT synthesis (all-gather; reduce-scatter by reversal)
+# --------------------------------------------------------------------------------------------------
+def _reverse_to_rs(ag: Schedule, coll: Collective) -> Schedule:
+    steps = tuple(tuple(Transfer(t.dst, t.src, t.chunk, t.bytes_, True, tuple(reversed(t.path))) for t in st)
+                  for st in reversed(ag.steps))
+    return Schedule(coll, ag.chunks, steps, ag.algorithm)
+
+
+def cpsat_allgather(fab: Fabric, coll: Collective, chunks: int, steps: int, rounds: int | None = None,
+                    time_limit_s: float = 10.0, seed: int = 0) -> tuple[Schedule | None, str, int | None]:
+    """All-gather in exactly `steps` steps, each directed circuit carrying at most r_t chunks per circuit in
+    step t; minimize sum of r_t (or require sum = `rounds`). Returns (schedule or None, status, rounds)."""
+    from ortools.sat.python import cp_model
+    ranks = coll.ranks
+    n = len(ranks)
+    k = chunks // n
+    sub = fab.adjacency[np.ix_(ranks, ranks)]
+    arcs = [(u, v) for u in range(n) for v in range(n) if sub[u, v] > 0]
+    m = cp_model.CpModel()
+    C, S = chunks, steps
+    have = {(c, v, t): m.NewBoolVar("") for c in range(C) for v in range(n) for t in range(S + 1)}
+    send = {(c, a, t): m.NewBoolVar("") for c in range(C) for a in range(len(arcs)) for t in range(1, S + 1)}
+    rmax = C
+    r = [m.NewIntVar(0, rmax, f"r{t}") for t in range(S + 1)]
+    for c in range(C):
+        owner = c // k
+        for v in range(n):
+            m.Add(have[(c, v, 0)] == (1 if v == owner else 0))
+            m.Add(have[(c, v, S)] == 1)
+    for t in range(1, S + 1):
+        for c in range(C):
+            for ai, (u, v) in enumerate(arcs):
+                m.AddImplication(send[(c, ai, t)], have[(c, u, t - 1)])
+            for v in range(n):
+                inc = [send[(c, ai, t)] for ai, (u, w) in enumerate(arcs) if w == v]
+                m.Add(have[(c, v, t)] <= have[(c, v, t - 1)] + sum(inc))
+                m.Add(have[(c, v, t)] >= have[(c, v, t - 1)])
+        for ai, (u, v) in enumerate(arcs):
+            m.Add(sum(send[(c, ai, t)] for c in range(C)) <= r[t] * int(sub[u, v]))
+    if rounds is None:
+        m.Minimize(sum(r[1:]))
+    else:
+        m.Add(sum(r[1:]) <= rounds)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = time_limit_s
+    solver.parameters.num_workers = 2
+    solver.parameters.random_seed = seed
+    st = solver.Solve(m)
+    status = solver.StatusName(st)
+    if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None, status, None
+    size = chunk_bytes(Schedule(coll, chunks, ()))
+    out = []
+    for t in range(1, S + 1):
+        step = []
+        for c in range(C):
+            for ai, (u, v) in enumerate(arcs):
+                if solver.Value(send[(c, ai, t)]) and not solver.Value(have[(c, v, t - 1)]):
+                    step.append(Transfer(ranks[u], ranks[v], c, size))
+        out.append(tuple(step))
+    total = int(sum(solver.Value(x) for x in r[1:]))
+    return Schedule(coll, chunks, tuple(out), f"cpsat(steps={S},rounds={total})"), status, total
+
+
+def pareto(fab: Fabric, coll: Collective, chunks: int, max_extra_steps: int = 2, time_limit_s: float = 20.0,
+           seed: int = 0) -> list[dict[str, Any]]:
+    """Steps-vs-rounds Pareto set of all-gather (or reduce-scatter / all-reduce built from it) by CP-SAT:
+    the fewest steps first (latency optimum), then the fewest rounds for that and a few more steps."""
+    base = Collective(AG, coll.ranks, coll.bytes_ if coll.kind != AR else coll.bytes_)
+    lb = lower_bounds(fab, base)
+    out: list[dict[str, Any]] = []
+    t0 = time.perf_counter()
+    s = lb.steps
+    first = None
+    while time.perf_counter() - t0 < time_limit_s and s <= lb.steps + 2 * len(coll.ranks):
+        sch, status, rounds = cpsat_allgather(fab, base, chunks, s, None,
+                                              max(1.0, time_limit_s - (time.perf_counter() - t0)), seed)
+        if sch is not None:
+            first = s
+            out.append({"steps": s, "rounds": rounds, "status": status, "schedule": sch})
+            break
+        s += 1
+    if first is not None:
+        for s in range(first + 1, first + 1 + max_extra_steps):
+            left = time_limit_s - (time.perf_counter() - t0)
+            if left <= 0.5:
+                break
+            sch, status, rounds = cpsat_allgather(fab, base, chunks, s, None, left, seed)
+            if sch is not None and rounds < out[-1]["rounds"]:
+                out.append({"steps": s, "rounds": rounds, "status": status, "schedule": sch})
+    for p in out:
+        ag = p["schedule"]
+        if coll.kind == RS:
+            p["schedule"] = _reverse_to_rs(ag, coll)
+        elif coll.kind == AR:
+            rs = _reverse_to_rs(ag, coll)
+            p["schedule"] = Schedule(coll, chunks, rs.steps + ag.steps, ag.algorithm.replace("cpsat", "cpsat-ar"))
+        else:
+            p["schedule"] = Schedule(coll, chunks, ag.steps, ag.algorithm)
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+def candidates(fab: Fabric, coll: Collective, chunks: int) -> dict[str, Schedule]:
+    out: dict[str, Schedule] = {}
+    n = len(coll.ranks)
+    builders = {"direct": direct}
+    if coll.kind in (AG, RS, AR):
+        builders["ring"] = ring
+        if (chunks // n) % 2 == 0:
+            builders["biring"] = lambda f, c, k: ring(f, c, k, bidirectional=True)
+        if n & (n - 1) == 0:
+            builders["recursive"] = recursive
+    if coll.kind == A2A and n > 2:
+        builders["pairwise"] = pairwise
+    for name, b in builders.items():
+        out[name] = b(fab, coll, chunks)
+    return out
+
+
+def best_schedule(fab: Fabric, coll: Collective, chunks: int | None = None, synthesize: bool = True,
+                  time_limit_s: float = 20.0, seed: int = 0) -> dict[str, Any]:
+    """Every candidate (constructions, and CP-SAT for groups of up to 16 ranks), checked, timed by the
+    analytical model; the fastest wins. Returns the schedule, its time, bounds, gap and the table."""
+    n = len(coll.ranks)
+    if chunks is None:
+        chunks = n * n if coll.kind == A2A else 2 * n
+    validate_group(fab, coll, chunks)
+    bounds = lower_bounds(fab, coll)
+    table: dict[str, dict[str, Any]] = {}
+    scheds = candidates(fab, coll, chunks)
+    if synthesize and coll.kind in (AG, RS, AR) and n <= 16:
+        for p in pareto(fab, coll, chunks, time_limit_s=time_limit_s, seed=seed):
+            scheds[p["schedule"].algorithm] = p["schedule"]
+    best = None
+    for name, s in scheds.items():
+        chk = check_schedule(s, fab.adjacency)
+        t = fab.time_us(s) if chk.ok else float("inf")
+        table[name] = {"steps": len(s.steps), "time_us": t, "verified": chk.ok,
+                       **({"violation": chk.violations[0]} if not chk.ok else {})}
+        if chk.ok and (best is None or t < best[1]):
+            best = (s, t)
+    if best is None:
+        raise RuntimeError("no candidate schedule passed the checker")
+    sched, t = best
+    return {"schedule": sched, "time_us": t, "lower_bound_us": bounds.time_us, "bounds": bounds,
+            "gap": max(0.0, (t - bounds.time_us) / t) if t > 0 else 0.0, "table": table}

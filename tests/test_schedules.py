@@ -1,0 +1,155 @@
+import json
+import xml.etree.ElementTree as ET
+
+import networkx as nx
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from solvers import schedules as S
+from synth.cli import main
+from synth.errors import InvalidInput
+from synth.formats import save_wiring
+from synth.model import Collective, Schedule, Transfer, Wiring
+from synth.msccl import to_msccl_xml
+from synth.schedule import check_schedule, schedule_from_dict, schedule_to_dict
+
+B = 100e9
+
+
+def fab(g, alpha=0.0):
+    return S.Fabric(nx.to_numpy_array(g, dtype=int), B, alpha, 0.0)
+
+
+RING8 = fab(nx.cycle_graph(8))
+CUBE = fab(nx.convert_node_labels_to_integers(nx.hypercube_graph(3), ordering="sorted"))
+FULL8 = fab(nx.complete_graph(8))
+
+
+@pytest.mark.parametrize("f", [RING8, CUBE, FULL8], ids=["ring", "cube", "full"])
+@pytest.mark.parametrize("kind", ["allgather", "reducescatter", "allreduce", "alltoall"])
+def test_every_construction_passes_the_checker(f, kind):
+    coll = Collective(kind, tuple(range(8)), 8e6)
+    k = 64 if kind == "alltoall" else 16
+    cands = S.candidates(f, coll, k)
+    assert cands
+    for name, s in cands.items():
+        chk = check_schedule(s, f.adjacency)
+        assert chk.ok, (name, chk.violations)
+
+
+def test_checker_catches_each_kind_of_error():
+    coll = Collective("allreduce", (0, 1, 2, 3), 4e6)
+    f = fab(nx.cycle_graph(4))
+    good = S.ring(f, coll, 4)
+    assert check_schedule(good, f.adjacency).ok
+    size = good.steps[0][0].bytes_
+    first = good.steps[0][0]
+    cases = {
+        "counts contributions twice": (good.steps[0] + (first,),),
+        "no circuit between 0 and 2": ((Transfer(0, 2, 0, size, True),),),
+        "discards contributions": ((Transfer(0, 1, 1, size, False), Transfer(2, 3, 3, size, True)),
+                                   (Transfer(3, 1, 1, size, False),)),
+        "postcondition": good.steps[:-1],
+        "bytes, chunks are": ((Transfer(0, 1, 0, size / 2, True),),),
+    }
+    for needle, steps in cases.items():
+        chk = check_schedule(Schedule(coll, 4, steps, "x"), f.adjacency)
+        assert not chk.ok and any(needle in v for v in chk.violations), (needle, chk.violations)
+    # all-gather: rank 1 forwards chunk 0 in the same step in which it first receives it
+    ag = Collective("allgather", (0, 1, 2, 3), 4e6)
+    chk = check_schedule(Schedule(ag, 4, ((Transfer(0, 1, 0, 1e6), Transfer(1, 2, 0, 1e6)),), "x"), f.adjacency)
+    assert not chk.ok and "sender does not hold the chunk" in chk.violations[0]
+    over = check_schedule(good, f.adjacency, chunks_per_circuit_step=0)
+    assert not over.ok and "carries" in over.violations[0]
+
+
+def test_ring_allgather_on_a_ring_meets_the_bandwidth_bound():
+    coll = Collective("allgather", tuple(range(8)), 8e6)
+    s = S.ring(RING8, coll, 16, bidirectional=True)
+    lb = S.lower_bounds(RING8, coll)
+    assert RING8.time_us(s) == pytest.approx(lb.bandwidth_us, rel=1e-9)
+    assert lb.named["cut_us"] == pytest.approx((8 - 1) / 8 * 8e6 / (2 * B) * 1e6, rel=1e-6)
+
+
+def test_direct_alltoall_on_full_mesh_takes_one_step_at_the_bound():
+    coll = Collective("alltoall", tuple(range(8)), 7e6)
+    res = S.best_schedule(FULL8, coll, 64, synthesize=False)
+    assert res["schedule"].algorithm == "direct" and len(res["schedule"].steps) == 1
+    assert res["gap"] == pytest.approx(0, abs=1e-9)
+
+
+def test_hypercube_allgather_takes_log2_n_steps():
+    coll = Collective("allgather", tuple(range(8)), 8e6)
+    assert len(S.recursive(CUBE, coll, 8).steps) == 3
+    front = S.pareto(CUBE, coll, 8, time_limit_s=20)
+    assert front[0]["steps"] == 3 == S.lower_bounds(CUBE, coll).steps   # latency optimum, proven
+    assert check_schedule(front[0]["schedule"], CUBE.adjacency).ok
+
+
+def test_step_bound_is_tight_boundary():
+    # infeasible at k-1 steps, feasible at k (msccl-tools style boundary test): ring of 6, all-gather
+    f = fab(nx.cycle_graph(6))
+    coll = Collective("allgather", tuple(range(6)), 6e6)
+    lb = S.lower_bounds(f, coll).steps
+    assert lb == 3
+    assert S.cpsat_allgather(f, coll, 6, lb - 1, time_limit_s=10)[0] is None
+    assert S.cpsat_allgather(f, coll, 6, lb, time_limit_s=10)[0] is not None
+
+
+def test_schedule_json_round_trip_and_msccl_xml():
+    coll = Collective("allreduce", (0, 1, 2, 3), 4e6)
+    f = fab(nx.cycle_graph(4))
+    s = S.ring(f, coll, 8, bidirectional=True)
+    back = schedule_from_dict(json.loads(json.dumps(schedule_to_dict(s))))
+    assert back == s
+    root = ET.fromstring(to_msccl_xml(s))
+    assert root.attrib["coll"] == "allreduce" and root.attrib["ngpus"] == "4"
+    gpus = root.findall("gpu")
+    assert len(gpus) == 4
+    ops = [st.attrib["type"] for g in gpus for tb in g.findall("tb") for st in tb.findall("step")]
+    assert ops.count("s") == sum(len(st) for st in s.steps) == ops.count("r") + ops.count("rrc")
+    with pytest.raises(InvalidInput, match="forwarded"):
+        to_msccl_xml(S.direct(RING8, Collective("alltoall", tuple(range(8)), 7e6), 64))
+
+
+def test_bad_groups():
+    with pytest.raises(InvalidInput, match="rank 9 is not in the wiring"):
+        S.validate_group(RING8, Collective("allgather", (0, 9), 1e6), 2)
+    two = S.Fabric(nx.to_numpy_array(nx.disjoint_union(nx.cycle_graph(4), nx.cycle_graph(4)), dtype=int), B)
+    with pytest.raises(InvalidInput, match="disconnected"):
+        S.validate_group(two, Collective("allgather", (0, 5), 1e6), 2)
+    with pytest.raises(InvalidInput, match="multiple of the 3 ranks"):
+        S.validate_group(RING8, Collective("allgather", (0, 1, 2), 1e6), 4)
+
+
+def run(*args):
+    r = CliRunner().invoke(main, list(args))
+    return r.exit_code, r.stdout, r.stderr
+
+
+def test_cli_schedule(tmp_path):
+    w = Wiring.from_networkx(nx.cycle_graph(8), 2, instance={"port_bandwidth_gbps": 800.0, "step_latency_us": 0.6})
+    wp = str(tmp_path / "w.json")
+    save_wiring(w, wp)
+    sp, xp = str(tmp_path / "s.json"), str(tmp_path / "s.xml")
+    code, out, _ = run("schedule", wp, "--collective", "allreduce", "--ranks", "0-7", "--bytes", "64MB",
+                       "-o", sp, "--msccl-xml", xp, "--json", "--time-limit", "10")
+    res = json.loads(out)
+    assert code == 0 and {"steps", "time_us", "lower_bound_us", "gap", "algorithm", "verified"} <= set(res)
+    assert res["verified"] and res["time_us"] >= res["lower_bound_us"]
+    assert run("verify", wp, "--schedule", sp)[0] == 0
+    doc = json.load(open(sp))
+    doc["steps"] = doc["steps"][:-1]
+    bad = str(tmp_path / "bad.json")
+    json.dump(doc, open(bad, "w"))
+    code, out, _ = run("verify", wp, "--schedule", bad)
+    assert code == 1 and "postcondition" in out
+    for args, needle in ((("--ranks", "0,9"), "rank 9 is not in the wiring"),
+                         (("--bytes", "0"), "must be > 0"),
+                         (("--bytes", "lots"), "not a size"),
+                         (("--chunks", "5"), "multiple of the 8 ranks")):
+        base = ["schedule", wp, "--collective", "allgather", "--bytes", "1MB"]
+        argv = base + list(args) if "--bytes" not in args else ["schedule", wp, "--collective", "allgather", *args]
+        code, _, err = run(*argv)
+        assert code == 2 and needle in err and err.count("\n") == 1, (args, err)
