@@ -72,6 +72,24 @@ class Fabric:
             cur = self._pred[a, cur]  # type: ignore[attr-defined]
         return tuple(reversed(out))
 
+    def paths(self, a: int, b: int, limit: int) -> list[tuple[int, ...]]:
+        """Up to `limit` distinct shortest paths a -> b (intermediates only), spread over the first hops, so
+        that chunks of one pair can take different routes (ECMP in the schedule)."""
+        if limit <= 1 or self.adjacency.shape[0] > 256:
+            return [self.path(a, b)]
+        d = self.dist
+        out: list[tuple[int, ...]] = []
+        stack = [(a, ())]
+        while stack and len(out) < limit:
+            v, acc = stack.pop(0)
+            if v == b:
+                out.append(acc[:-1] if acc else ())
+                continue
+            for u in np.flatnonzero(self.adjacency[v] > 0):
+                if d[u, b] == d[v, b] - 1:
+                    stack.append((int(u), acc + (int(u),)))
+        return out or [self.path(a, b)]
+
     def time_us(self, s: Schedule) -> float:
         return schedule_time_us(s, self.adjacency, self.port_bytes_per_s, self.alpha_us, self.link_latency_us)
 
@@ -194,8 +212,21 @@ def direct(fab: Fabric, coll: Collective, chunks: int) -> Schedule:
     size = chunk_bytes(Schedule(coll, chunks, ()))
     if coll.kind == A2A:
         k = chunks // (n * n)
-        step = [_t(fab, ranks[s], ranks[d], (s * n + d) * k + j, size)
-                for s in range(n) for d in range(n) if s != d for j in range(k)]
+        step = []
+        load: dict[tuple[int, int], float] = {}
+        pairs = [(s, d) for s in range(n) for d in range(n) if s != d]
+        pairs.sort(key=lambda sd: -fab.dist[ranks[sd[0]], ranks[sd[1]]])     # long, constrained pairs first
+        for s, d in pairs:
+            options = fab.paths(ranks[s], ranks[d], 16 if k > 1 else 1)
+            for j in range(k):   # each chunk on the shortest path whose busiest circuit is least loaded
+                def cost(p: tuple[int, ...]) -> float:
+                    hops = [ranks[s], *p, ranks[d]]
+                    return max(load.get((a, b), 0.0) / fab.adjacency[a, b] for a, b in zip(hops, hops[1:]))
+                best = min(options, key=cost)
+                hops = [ranks[s], *best, ranks[d]]
+                for a, b in zip(hops, hops[1:]):
+                    load[(a, b)] = load.get((a, b), 0.0) + size
+                step.append(Transfer(ranks[s], ranks[d], (s * n + d) * k + j, size, False, best))
         return Schedule(coll, chunks, (tuple(step),), "direct")
     k = chunks // n
     rs = [_t(fab, ranks[s], ranks[d], d * k + j, size, True) for s in range(n) for d in range(n) if s != d
@@ -469,7 +500,7 @@ def best_schedule(fab: Fabric, coll: Collective, chunks: int | None = None, synt
     analytical model; the fastest wins. Returns the schedule, its time, bounds, gap and the table."""
     n = len(coll.ranks)
     if chunks is None:
-        chunks = n * n if coll.kind == A2A else 2 * n
+        chunks = n * n * (4 if n <= 16 else 1) if coll.kind == A2A else 2 * n
     validate_group(fab, coll, chunks)
     bounds = lower_bounds(fab, coll)
     table: dict[str, dict[str, Any]] = {}
