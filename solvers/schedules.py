@@ -354,6 +354,8 @@ def lower_bounds(fab: Fabric, coll: Collective, exact_cut_max: int = 64) -> Boun
     elif coll.kind == A2A:
         per_pair = M / (n - 1)
         named["ingress_us"] = M / ingress * 1e6
+        # every byte crosses at least dist(s, d) circuits; all circuits together move sum(adj) * B per second
+        named["hops_us"] = per_pair * float(d.sum()) / (float(fab.adjacency.sum()) * fab.port_bytes_per_s) * 1e6
         if fab.adjacency.shape[0] <= 48:
             from synth.network import Network, optimal_routing
             iu, ju = np.nonzero(np.triu(fab.adjacency, 1))

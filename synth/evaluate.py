@@ -2,7 +2,8 @@
 energy and cost per token.
 
 Analytical fidelity: each communication op runs the best of its collective algorithms
-(:mod:`synth.collectives`); a phase costs ``step_latency_us`` (alpha) + the largest path latency among its
+(:mod:`synth.collectives`: direct one-shot, ring, recursive doubling/halving, binary tree, pairwise; on a
+torus or full-mesh the dimension-ordered algorithm, on a leaf-spine the hierarchical one); a phase costs ``step_latency_us`` (alpha) + the largest path latency among its
 transfers + the bytes on the most loaded link / that link's bandwidth, with every group of the op running
 at once and traffic split over all shortest paths (ECMP, :func:`~synth.network.ecmp_loads`). On a ring of n
 ranks with neighbour links of bandwidth B this gives ring all-reduce = 2(n-1)(alpha + hop) + 2(n-1)/n M/B.
@@ -114,6 +115,19 @@ def time_collective(net: Network, op: CommOp, alpha_us: float, fidelity: str = "
     algs = algorithms(op.collective, op.group_size, op.message_bytes, pattern)
     if op.collective == CollectiveKind.ALLTOALL:
         algs = {"direct": [Phase(op.pattern)], **{k: v for k, v in algs.items() if k != "direct"}}
+    from .collectives import dimension_ordered, hierarchical
+    g0 = op.groups[0]
+    if "dims" in net.meta and op.collective != CollectiveKind.P2P:
+        coords = np.array(np.unravel_index(g0, net.meta["dims"])).T
+        mean_pair = float(op.pattern.sum()) / max(1, op.group_size * (op.group_size - 1))
+        dim = dimension_ordered(op.collective, coords, op.message_bytes, mean_pair)
+        if dim:
+            algs["dimension-ordered"] = dim
+    if "leaf_of" in net.meta and op.collective in (CollectiveKind.ALLREDUCE, CollectiveKind.ALLGATHER,
+                                                   CollectiveKind.REDUCESCATTER):
+        hier = hierarchical(op.collective, net.meta["leaf_of"][g0], op.message_bytes)
+        if hier:
+            algs["hierarchical"] = hier
     if algorithm:
         algs = {algorithm: algs[algorithm]}
     best: OpTiming | None = None

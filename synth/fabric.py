@@ -152,7 +152,7 @@ def _leaf_spine(n: int, first_node: int, ports: float, port_bytes_per_s: float, 
         switch_ports_up = 0.0
     inv = Inventory(optics_ports=ports * (2 * n + switch_ports_up), eps_switches=ports * (leaves + spines),
                     fibers=ports * (n + switch_ports_up / 2))
-    return np.concatenate(pairs), np.concatenate(caps), nodes, inv
+    return np.concatenate(pairs), np.concatenate(caps), nodes, inv, acc // down
 
 
 def wiring_pairs(wiring: Wiring, inst: Instance) -> tuple[np.ndarray, np.ndarray]:
@@ -182,17 +182,18 @@ def build_network(inst: Instance, fabric: FabricChoice | str, wiring: Wiring | N
         used = count.sum()
         return net, Inventory(optics_ports=n * p, ocs_ports=n * p, fibers=used)
     if fab.kind == "eps":
-        pairs, caps, nodes, inv = _leaf_spine(n, n, p, bps, gbps, fab.oversubscription, inst)
+        pairs, caps, nodes, inv, leaf = _leaf_spine(n, n, p, bps, gbps, fab.oversubscription, inst)
         fw = np.arange(nodes) >= n
         net = Network.from_pairs(fab.label, n, nodes, pairs, caps, 0.0, np.where(fw, c.eps_switch_latency_us, 0.0),
-                                 fw, meta={"fabric": fab.label})
+                                 fw, meta={"fabric": fab.label, "leaf_of": leaf})
         return net, inv
     if fab.kind == "scaleout":
         nic_bps = c.scaleout_nic_gbps * 1e9 / 8
-        pairs, caps, nodes, inv = _leaf_spine(n, n, 1, nic_bps, c.scaleout_nic_gbps, 1.0, inst)
+        pairs, caps, nodes, inv, leaf = _leaf_spine(n, n, 1, nic_bps, c.scaleout_nic_gbps, 1.0, inst)
         fw = np.arange(nodes) >= n
         net = Network.from_pairs("scaleout", n, nodes, pairs, caps, c.scaleout_latency_us / 2,
-                                 np.where(fw, c.eps_switch_latency_us, 0.0), fw, meta={"fabric": "scaleout"})
+                                 np.where(fw, c.eps_switch_latency_us, 0.0), fw,
+                                 meta={"fabric": "scaleout", "leaf_of": leaf})
         scale = c.scaleout_nic_gbps / gbps   # optics counted in accelerator-port units
         return net, Inventory(optics_ports=inv.optics_ports * scale, eps_switches=inv.eps_switches, nics=n,
                               fibers=inv.fibers)
@@ -239,8 +240,8 @@ def build_network(inst: Instance, fabric: FabricChoice | str, wiring: Wiring | N
     if deg.max() > k:
         a = int(np.argmax(deg))
         raise InvalidInput(f"accelerator {a} has {int(deg[a])} circuits, hybrid:{k} allows {k}", field="wiring")
-    eps_pairs, eps_caps, nodes, inv = _leaf_spine(n, n, p - k, bps, gbps, 1.0, inst) if k < p else \
-        (np.zeros((0, 2), dtype=np.int64), np.zeros(0), n, Inventory())
+    eps_pairs, eps_caps, nodes, inv, _ = _leaf_spine(n, n, p - k, bps, gbps, 1.0, inst) if k < p else \
+        (np.zeros((0, 2), dtype=np.int64), np.zeros(0), n, Inventory(), None)
     net = Network.from_pairs(f"hybrid:{k}", n, nodes, np.concatenate([pairs, eps_pairs]),
                              np.concatenate([count * bps, eps_caps]),
                              np.concatenate([np.full(len(pairs), hw.link_latency_us), np.zeros(len(eps_pairs))]),

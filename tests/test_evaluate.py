@@ -187,3 +187,36 @@ def test_cli_evaluate_bad_inputs(tmp_path):
     assert code == 2 and "wiring has 8 accelerators, instance has 72" in err
     code, _, err = run("compare", "instances/decode/deepseek-v3-72.toml", "--plot", str(tmp_path / "no" / "p.png"))
     assert code == 2 and "does not exist" in err
+
+
+def test_dimension_ordered_alltoall_closed_form_on_full_mesh():
+    inst = synth.load_instance("instances/decode/qwen3-235b-64.toml")     # 64 accelerators, 18 ports
+    net, _ = build_network(inst, "fullmesh3d:4x4x4")
+    n, pp = 64, 1e6
+    t = time_collective(net, op("alltoall", n, pp * (n - 1)), ALPHA, algorithm="dimension-ordered").time_us
+    cap = 18 / 3 / 3 * inst.hardware.port_bytes_per_s          # a dimension's 6 ports over its 3 neighbours
+    per_phase = ALPHA + inst.hardware.link_latency_us + pp * n / 4 / cap * 1e6
+    assert t == pytest.approx(3 * per_phase, rel=1e-9)
+
+
+def test_hierarchical_allreduce_on_eps():
+    from synth.collectives import hierarchical
+    inst = synth.load_instance("instances/decode/moe5t-576.toml")
+    net, _ = build_network(inst, "eps:4")
+    leaf = net.meta["leaf_of"]
+    phases = hierarchical("allreduce", leaf, 64e6)
+    assert len(phases) == 4
+    # only 1/m of the message crosses between leaves: 2 * (M/m) * (L-1)/L per rank
+    m, L = int(np.bincount(leaf).max()), len(np.unique(leaf))
+    cross = sum(ph.pattern[0][leaf != leaf[0]].sum() for ph in phases)
+    assert cross == pytest.approx(2 * 64e6 / m * (L - 1) / L)
+    t = time_collective(net, op("allreduce", 576, 64e6), ALPHA, algorithm="hierarchical")
+    assert t.time_us > 0 and t.algorithm == "hierarchical"
+
+
+def test_tree_allreduce_closed_form():
+    n, M = 7, 1e6                                   # a complete binary tree of depth 2
+    g = nx.Graph([(i, (i - 1) // 2) for i in range(1, n)])
+    net = graph_net(g)
+    t = time_collective(net, op("allreduce", n, M), ALPHA, algorithm="tree").time_us
+    assert t == pytest.approx(4 * (ALPHA + HOP + M / B * 1e6))

@@ -37,3 +37,15 @@ def test_check_case_semantics():
     assert "beats the recorded optimum" in check_case(case, "FEASIBLE", 1.9)
     assert "below the recorded bound" in check_case({"bound": 1.5}, "FEASIBLE", 1.0)
     assert "worse than best known" in check_case({"bound": 1.0, "best_known": 1.1, "tolerance": 0.05}, "FEASIBLE", 1.3)
+
+
+def test_bad_suite_file(tmp_path):
+    from click.testing import CliRunner
+    from synth.cli import main
+    p = tmp_path / "s.toml"
+    p.write_text('[[case]]\nname = "x"\nsource = "a.npy"\nobjective = "time"\nportz = 3\n')
+    r = CliRunner().invoke(main, ["bench", "wire", "--suite", str(p)])
+    assert r.exit_code == 2 and 'did you mean "ports"' in r.stderr and r.stderr.count("\n") == 1
+    p.write_text("[[case]\n")
+    r = CliRunner().invoke(main, ["bench", "wire", "--suite", str(p)])
+    assert r.exit_code == 2 and "malformed TOML" in r.stderr
