@@ -243,19 +243,32 @@ fidelity_option = click.option("--fidelity", type=click.Choice(["analytical", "f
 @click.option("--wiring", "wiring_path", type=click.Path(dir_okay=False, path_type=str),
               help="Wiring file for ocs / hybrid (default: the random expander baseline).")
 @fidelity_option
+@click.option("--schedule", "schedule_paths", multiple=True, type=click.Path(dir_okay=False, path_type=str),
+              help="Schedule file(s) from `ocs-synth schedule`: ops of the same collective and group size run "
+                   "its steps and routes (repeatable).")
 @click.option("--context", "context_tokens", type=click.IntRange(1), help="Context length in tokens.")
 @set_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @handles_errors
-def evaluate(instance: str, fabric: str, wiring_path: str | None, fidelity: str, context_tokens: int | None,
-             sets: tuple[str, ...], as_json: bool) -> None:
+def evaluate(instance: str, fabric: str, wiring_path: str | None, fidelity: str, schedule_paths: tuple[str, ...],
+             context_tokens: int | None, sets: tuple[str, ...], as_json: bool) -> None:
     """Evaluate one decode step of INSTANCE on a fabric: step time, tokens/s per user and per accelerator,
     energy and cost per token, and the time of every communication op."""
     from .evaluate import evaluate as run
     from .fabric import parse_fabric
     parse_fabric(fabric)
     inst = _load_instance_opts(instance, sets, context_tokens)
-    ev = run(inst, fabric, _wiring_for(inst, fabric, wiring_path, {}), fidelity, seed=inst.workload.seed)
+    scheds = []
+    for path in schedule_paths:
+        import json as _json
+        from .formats import read_text
+        from .schedule import schedule_from_dict
+        try:
+            scheds.append(schedule_from_dict(_json.loads(read_text(path)), source=path))
+        except _json.JSONDecodeError as exc:
+            raise InvalidInput(f"malformed JSON: {exc.msg} at line {exc.lineno}", source=path) from None
+    ev = run(inst, fabric, _wiring_for(inst, fabric, wiring_path, {}), fidelity, seed=inst.workload.seed,
+             schedules=tuple(scheds))
     if as_json:
         echo_json(ev.to_dict())
         return

@@ -151,9 +151,42 @@ def time_collective(net: Network, op: CommOp, alpha_us: float, fidelity: str = "
     return best
 
 
+def time_with_schedule(net: Network, op: CommOp, schedule, alpha_us: float) -> OpTiming | None:
+    """Time of `op` when it runs a given schedule (its steps and routes, bytes scaled to the op's message):
+    per step alpha + the longest route's latency + the busiest link's bytes / capacity, all of the op's
+    groups at once (each group runs the schedule on its own ranks; routes through accelerators outside the
+    schedule's ranks are kept as they are). None when the schedule does not fit the op."""
+    coll = schedule.collective
+    a2a = (CollectiveKind.ALLTOALL, CollectiveKind.ALLTOALLV)
+    same = coll.kind == op.collective or (coll.kind in a2a and op.collective in a2a)
+    if not same or len(coll.ranks) != op.group_size:
+        return None
+    # all-to-all(v): scale by what a rank sends on average; else by the message size
+    msg = float(op.pattern.sum()) / op.group_size if op.collective in a2a else op.message_bytes
+    scale = msg / coll.bytes_
+    eid = {(int(a), int(b)): e for e, (a, b) in enumerate(zip(net.src, net.dst))}
+    lat = net.latency_us
+    total, loads = 0.0, np.zeros(net.links)
+    for step in schedule.steps:
+        step_load = np.zeros(net.links)
+        longest = 0.0
+        for g in op.groups:
+            remap = dict(zip(coll.ranks, g.tolist()))
+            for t in step:
+                hops = [remap.get(x, x) for x in (t.src, *t.path, t.dst)]
+                ids = [eid.get((a, b)) for a, b in zip(hops, hops[1:])]
+                if any(e is None for e in ids):
+                    return None
+                step_load[ids] += t.bytes_ * scale
+                longest = max(longest, float(lat[ids].sum()))
+        total += alpha_us + longest + float((step_load / net.capacity_bps).max()) * 1e6
+        loads += step_load
+    return OpTiming(op.name, op.kind, f"schedule:{schedule.algorithm}", total, op.count, loads)
+
+
 def evaluate_workload(wl: Workload, fabric: FabricChoice | str, wiring: Wiring | None = None,
                       fidelity: str = "analytical", seed: int = 0,
-                      progress: Callable[[str], None] | None = None) -> Evaluation:
+                      progress: Callable[[str], None] | None = None, schedules: tuple = ()) -> Evaluation:
     """Evaluate a built workload on a fabric (see the module doc for the model)."""
     if fidelity not in ("analytical", "flow"):
         from .errors import InvalidInput
@@ -169,6 +202,11 @@ def evaluate_workload(wl: Workload, fabric: FabricChoice | str, wiring: Wiring |
         if progress:
             progress(f"{fab.label}: {op.name}")
         timing[op.name] = time_collective(net, op, alpha, fidelity, seed=seed)
+        for sch in schedules:   # a given schedule replaces the model's choice where it fits the op
+            given = time_with_schedule(net, op, sch, alpha)
+            if given is not None:
+                timing[op.name] = given
+                break
     # critical path of one micro-batch through the DAG
     g = wl.graph
     import networkx as nx
@@ -238,7 +276,7 @@ def evaluate_workload(wl: Workload, fabric: FabricChoice | str, wiring: Wiring |
 
 
 def evaluate(instance, fabric: FabricChoice | str, wiring: Wiring | None = None, fidelity: str = "analytical",
-             seed: int = 0, progress: Callable[[str], None] | None = None) -> Evaluation:
+             seed: int = 0, progress: Callable[[str], None] | None = None, schedules: tuple = ()) -> Evaluation:
     """Build the instance's decode step and evaluate it on `fabric`.
 
     >>> import synth
@@ -247,4 +285,4 @@ def evaluate(instance, fabric: FabricChoice | str, wiring: Wiring | None = None,
     >>> ev.step_time_us > ev.compute_time_us > 0
     True
     """
-    return evaluate_workload(build_workload(instance), fabric, wiring, fidelity, seed, progress)
+    return evaluate_workload(build_workload(instance), fabric, wiring, fidelity, seed, progress, schedules)

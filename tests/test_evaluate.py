@@ -220,3 +220,25 @@ def test_tree_allreduce_closed_form():
     net = graph_net(g)
     t = time_collective(net, op("allreduce", n, M), ALPHA, algorithm="tree").time_us
     assert t == pytest.approx(4 * (ALPHA + HOP + M / B * 1e6))
+
+
+def test_evaluate_with_a_schedules_routes(tmp_path):
+    from solvers import schedules as S
+    from synth.formats import save_wiring
+    from synth.model import Collective
+    from synth.schedule import schedule_to_dict
+    inst = synth.load_instance("instances/decode/deepseek-v3-72.toml")
+    w = expander(inst.ocs_layout(), seed=0)
+    fab = S.Fabric(w.adjacency(), inst.hardware.port_bytes_per_s, inst.hardware.step_latency_us)
+    sched = S.pairwise(fab, Collective("alltoall", tuple(range(72)), 1e6), 72 * 72)
+    base = evaluate(inst, "ocs", w)
+    given = evaluate(inst, "ocs", w, schedules=(sched,))
+    ops = {o.name: o for o in given.ops}
+    assert ops["ep_dispatch"].algorithm == "schedule:pairwise"
+    assert ops["ep_dispatch"].time_us > {o.name: o for o in base.ops}["ep_dispatch"].time_us  # 71 steps of alpha
+    wp, sp = str(tmp_path / "w.json"), str(tmp_path / "s.json")
+    save_wiring(w, wp)
+    open(sp, "w").write(json.dumps(schedule_to_dict(sched)))
+    code, out, _ = run("evaluate", "instances/decode/deepseek-v3-72.toml", "--fabric", "ocs", "--wiring", wp,
+                       "--schedule", sp, "--json")
+    assert code == 0 and any(o["algorithm"] == "schedule:pairwise" for o in json.loads(out)["ops"])
