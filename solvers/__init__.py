@@ -13,6 +13,11 @@ no printing (progress goes through ``SolveParams.progress``).
 - ``expander``, ``torus``, ``topoopt``, ``greedy``: the baselines (:mod:`solvers.baselines`);
 - ``auto``: ``milp`` up to 16 accelerators (with the best heuristic as a fallback), else ``search``.
 
+When the demand splits into several identical, independent parallel groups (TP or DP replicas with the same
+demand and port layout), one group is wired and its circuits copied onto the others (``extra.symmetry``).
+An exact solve that ends without a wiring, or is interrupted, returns the expander baseline as a FEASIBLE
+incumbent rather than nothing.
+
 Every answer carries the best valid lower bound (:mod:`solvers.bounds`) and its gap; a run stopped by its
 time limit or by Ctrl-C with a wiring in hand is FEASIBLE, never OPTIMAL (unless a bound proves it).
 """
@@ -152,22 +157,87 @@ def _scored_start(problem: WiringProblem, params: SolveParams, candidates: dict[
     return best, candidates[best], None
 
 
+def identical_groups(problem: WiringProblem) -> list[np.ndarray] | None:
+    """The accelerators of each connected component of the demand graph, when there are several and all
+    carry the same demand matrix (in accelerator order) and the same port layout: parallel groups (TP or
+    DP replicas) that can be wired once and replicated. None otherwise."""
+    from scipy.sparse.csgraph import connected_components
+    t = problem.traffic.bytes_
+    if problem.fixed_circuits:
+        return None
+    k, label = connected_components((t + t.T) > 0, directed=False)
+    if k < 2:
+        return None
+    groups = [np.flatnonzero(label == c) for c in range(k)]
+    first = groups[0]
+    sop = problem.layout.switch_of_port
+    for g in groups[1:]:
+        if len(g) != len(first) or not np.array_equal(t[np.ix_(g, g)], t[np.ix_(first, first)]) \
+                or not np.array_equal(sop[g], sop[first]):
+            return None
+    return groups if len(first) > 1 else None
+
+
+def _replicated(problem: WiringProblem, solver: str, params: SolveParams, groups: list[np.ndarray]) -> SolveResult | None:
+    """Wire one group and copy its circuits (same switches and ports) onto every other group."""
+    from synth.model import Circuit, OCSLayout, TrafficMatrix
+    from synth.verify import wiring_violations
+    t0 = time.perf_counter()
+    g0 = groups[0]
+    lay = problem.layout
+    sub = WiringProblem(TrafficMatrix(problem.traffic.bytes_[np.ix_(g0, g0)]),
+                        OCSLayout(lay.switch_of_port[g0], lay.switch_radix), problem.port_bandwidth_gbps,
+                        problem.objective, problem.policy, (), problem.link_latency_us, problem.name)
+    res = wire(sub, solver, params)
+    if res.artifact is None:
+        return None
+    circuits = tuple(Circuit(c.switch, int(g[c.a]), c.a_port, int(g[c.b]), c.b_port)
+                     for g in groups for c in res.artifact.circuits)
+    w = Wiring(problem.accelerators, problem.ports, circuits, lay)
+    if wiring_violations(w):      # e.g. a switch radix the copies exceed: solve the whole instead
+        return None
+    extra = {**{k: v for k, v in res.extra.items() if k not in ("bounds", "routing")},
+             "symmetry": f"{len(groups)} identical groups of {len(g0)} accelerators, wired once",
+             "group_solver": res.solver, "group_status": res.status.value}
+    # The status comes from the whole problem's bound: a group's proven optimum is optimal among wirings
+    # without circuits between groups, not necessarily overall (another group's accelerators could relay).
+    return _result(problem, res.solver, w, params, t0, res.limit, extra, score_s=max(2.0, params.time_limit_s / 4))
+
+
 def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = SolveParams()) -> SolveResult:
     """Choose the circuits of `problem` with `solver`; see the module doc."""
     from synth.verify import wiring_violations
     if solver not in SOLVERS:
         raise InvalidInput(f"unknown solver {solver!r}; valid: {', '.join(SOLVERS)}", field="solver")
     t0 = time.perf_counter()
+    if solver not in BASELINES:
+        groups = identical_groups(problem)
+        if groups is not None:
+            res = _replicated(problem, solver, params, groups)
+            if res is not None:
+                return res
     if solver == "auto":
         solver = "milp" if problem.accelerators <= 16 else "search"
     if solver in BASELINES:
         res = baseline(problem, solver, params)
-    elif solver == "milp":
-        from .exact import solve_milp
-        res = solve_milp(problem, params)
-    elif solver == "cpsat":
-        from .exact import solve_cpsat
-        res = solve_cpsat(problem, params)
+    elif solver in ("milp", "cpsat"):
+        from .exact import solve_cpsat, solve_milp
+        try:
+            res = (solve_milp if solver == "milp" else solve_cpsat)(problem, params)
+            if res.artifact is None and res.status == SolveStatus.NO_SOLUTION:   # never nothing
+                inc = baseline(problem, "expander", params)
+                res = SolveResult(SolveStatus.FEASIBLE, inc.objective, inc.bound, time.perf_counter() - t0,
+                                  res.solver, res.solver_version, params.seed, res.limit,
+                                  inc.artifact.with_meta(solve={**inc.artifact.solve, "solver": res.solver,
+                                                                "status": "FEASIBLE", "incumbent": "expander"}),
+                                  message=f"{res.message}; returning the expander baseline", extra=inc.extra)
+        except KeyboardInterrupt:   # Ctrl-C: the best wiring we can stand behind, marked as such
+            inc = baseline(problem, "expander", params)
+            res = SolveResult(SolveStatus.FEASIBLE, inc.objective, inc.bound, time.perf_counter() - t0, solver,
+                              "", params.seed, Limit.INTERRUPT,
+                              inc.artifact.with_meta(solve={**inc.artifact.solve, "solver": solver,
+                                                            "limit": "interrupt", "incumbent": "expander"}),
+                              message="interrupted; returning the expander baseline", extra=inc.extra)
     elif solver == "lp-round":
         start = _lp_round(problem, params)
         score = problem.score(start, time_limit_s=max(2.0, params.time_limit_s / 10)) \

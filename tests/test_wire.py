@@ -164,3 +164,36 @@ def test_cli_wire_bad_inputs(tmp_path):
     code, _, err = run("wire", m, "-o", str(tmp_path / "no" / "w.json"), "--ports", "2", "--port-bandwidth-gbps", "1")
     assert code == 2 and "does not exist" in err
     assert not (tmp_path / "w.json").exists()
+
+
+def test_identical_groups_are_wired_once_and_replicated():
+    from solvers import identical_groups
+    t = np.zeros((12, 12))
+    for base in (0, 4, 8):                       # three identical TP groups of 4
+        for a in range(4):
+            for b in range(4):
+                if a != b:
+                    t[base + a, base + b] = 1e6
+    p = problem(t, 3)
+    groups = identical_groups(p)
+    assert [g.tolist() for g in groups] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+    res = wire(p, "milp", SolveParams(time_limit_s=30))
+    assert "3 identical groups of 4" in res.extra["symmetry"] and not wiring_violations(res.artifact)
+    adj = res.artifact.adjacency()
+    assert adj[:4, 4:].sum() == 0 and (adj[:4, :4] == adj[4:8, 4:8]).all()
+    # a K4 per group on 3 ports serves every pair directly: meets the injection bound, so proven optimal
+    assert res.status == SolveStatus.OPTIMAL and res.objective == pytest.approx(1e6 / 100e9)
+    t2 = t.copy()
+    t2[8, 9] = 5e6
+    assert identical_groups(problem(t2, 3)) is None
+
+
+def test_interrupted_exact_solve_returns_an_incumbent(monkeypatch):
+    import solvers.exact as ex
+
+    def boom(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(ex, "solve_milp", boom)
+    res = wire(problem(ring_demand(8), 2), "milp", SolveParams(time_limit_s=5))
+    assert res.status == SolveStatus.FEASIBLE and res.limit.value == "interrupt"
+    assert res.artifact is not None and not wiring_violations(res.artifact)
