@@ -6,9 +6,14 @@ in :func:`best_schedule` before anything leaves this module.
 
 Constructions (fast, always available): ``ring`` (on a Hamiltonian cycle of the ranks when the wiring has
 one among them, else in rank order with forwarded hops), ``biring`` (chunks split over both directions of
-the ring), ``direct`` (one step, every transfer on a shortest path), ``recursive`` (recursive doubling /
-halving for power-of-two groups), ``pairwise`` (all-to-all in n - 1 shifted steps). All-reduce is
+the ring), ``multiring`` (both directions of every edge-disjoint Hamiltonian cycle found), ``direct`` (one
+step, every transfer on a shortest path; all-to-all chunks spread over equal-length paths by load),
+``recursive`` (recursive doubling / halving for power-of-two groups), ``pairwise`` (all-to-all in n - 1
+shifted steps), ``bruck`` (all-to-all in ceil(log2 n) steps). All-reduce is
 reduce-scatter followed by all-gather.
+
+Synthesis by MILP (``milp``, groups of up to 8 ranks): the time-expanded multi-commodity flow with a
+duration per step, minimizing the analytical completion time for the fewest steps.
 
 Synthesis (``cpsat``, small groups): the k-synchronous model of SCCL: have[c, v, t] / send[c, u->v, t] with
 per-step rounds r_t (each directed circuit carries at most r_t chunks per step); first the fewest steps (the
@@ -119,13 +124,16 @@ def validate_group(fab: Fabric, coll: Collective, chunks: int) -> None:
 # --------------------------------------------------------------------------------------------------
 # Constructions
 # --------------------------------------------------------------------------------------------------
-def hamiltonian_order(fab: Fabric, ranks: tuple[int, ...], time_limit_s: float = 1.0) -> list[int] | None:
-    """A cycle through all ranks using only direct circuits among them (DFS, Warnsdorff order), or None."""
+def hamiltonian_order(fab: Fabric, ranks: tuple[int, ...], time_limit_s: float = 1.0,
+                      seed: int | None = None) -> list[int] | None:
+    """A cycle through all ranks using only direct circuits among them (DFS, Warnsdorff order with seeded
+    random tie-breaks when `seed` is given), or None."""
     n = len(ranks)
     if n <= 2:
         return list(ranks)
     adj = fab.adjacency[np.ix_(ranks, ranks)] > 0
     t0 = time.perf_counter()
+    rng = np.random.default_rng(seed) if seed is not None else None
     order, used = [0], np.zeros(n, dtype=bool)
     used[0] = True
 
@@ -135,6 +143,8 @@ def hamiltonian_order(fab: Fabric, ranks: tuple[int, ...], time_limit_s: float =
         if len(order) == n:
             return bool(adj[order[-1], 0])
         cand = np.flatnonzero(adj[order[-1]] & ~used)
+        if rng is not None:
+            cand = rng.permutation(cand)
         cand = cand[np.argsort([(adj[c] & ~used).sum() for c in cand], kind="stable")]
         for c in cand:
             used[c] = True
@@ -271,6 +281,84 @@ def recursive(fab: Fabric, coll: Collective, chunks: int) -> Schedule:
         ag_steps.append(step)
     steps = {RS: rs_steps, AG: ag_steps, AR: rs_steps + ag_steps}[coll.kind]
     return Schedule(coll, chunks, tuple(map(tuple, steps)), "recursive")
+
+
+def bruck(fab: Fabric, coll: Collective, chunks: int) -> Schedule:
+    """Bruck all-to-all: ceil(log2 n) steps; in step b every rank sends, to the rank 2^b ahead, every chunk
+    whose remaining distance (destination - current holder, mod n) has bit b set (store-and-forward through
+    intermediate ranks, each hop on a shortest path)."""
+    n, ranks = len(coll.ranks), coll.ranks
+    if coll.kind != A2A:
+        raise InvalidInput("Bruck is an all-to-all algorithm", field="algorithm")
+    k = chunks // (n * n)
+    size = chunk_bytes(Schedule(coll, chunks, ()))
+    at = {}                                             # chunk -> rank index holding it now
+    for s_ in range(n):
+        for d in range(n):
+            if s_ != d:
+                for j in range(k):
+                    at[(s_ * n + d) * k + j] = s_
+    steps = []
+    b = 0
+    while (1 << b) < n:
+        step = []
+        for c, cur in list(at.items()):
+            d = (c // k) % n
+            if ((d - cur) % n) >> b & 1:
+                nxt = (cur + (1 << b)) % n
+                step.append(_t(fab, ranks[cur], ranks[nxt], c, size))
+                at[c] = nxt
+        steps.append(tuple(step))
+        b += 1
+    return Schedule(coll, chunks, tuple(steps), "bruck")
+
+
+def disjoint_rings(fab: Fabric, ranks: tuple[int, ...], limit: int = 4, time_limit_s: float = 1.0,
+                   restarts: int = 16) -> list[list[int]]:
+    """Edge-disjoint Hamiltonian cycles among the ranks: find one, remove its circuits, repeat; restarted
+    with seeded random tie-breaks, keeping the attempt with the most cycles."""
+    t0 = time.perf_counter()
+    best: list[list[int]] = []
+    for attempt in range(restarts):
+        adj = fab.adjacency.copy()
+        out: list[list[int]] = []
+        for _ in range(limit):
+            f = Fabric(adj, fab.port_bytes_per_s, fab.alpha_us, fab.link_latency_us)
+            order = hamiltonian_order(f, ranks, time_limit_s / restarts, seed=attempt if attempt else None)
+            if order is None or len(order) < 3 or any(adj[a, b] <= 0 for a, b in zip(order, order[1:] + order[:1])):
+                break
+            out.append(order)
+            for a, b in zip(order, order[1:] + order[:1]):
+                adj[a, b] -= 1
+                adj[b, a] -= 1
+        if len(out) > len(best):
+            best = out
+        if len(best) == limit or time.perf_counter() - t0 > time_limit_s:
+            break
+    return best
+
+
+def multiring(fab: Fabric, coll: Collective, chunks: int) -> Schedule:
+    """Chunks split over both directions of every edge-disjoint Hamiltonian cycle found among the ranks."""
+    n = len(coll.ranks)
+    rings = disjoint_rings(fab, coll.ranks)
+    k = chunks // n
+    lanes = 2 * len(rings)
+    if not rings or k % lanes:
+        raise InvalidInput(f"multi-ring needs chunks per rank divisible by {max(lanes, 2)}", field="chunks")
+    idx = {a: i for i, a in enumerate(coll.ranks)}
+    size = chunk_bytes(Schedule(coll, chunks, ()))
+    per = k // lanes
+    merged: list[list[Transfer]] = []
+    lane = 0
+    for order in rings:
+        for direction in (1, -1):
+            st = _ring_steps(fab, order, coll.kind, per, size, idx, direction)
+            st = [[Transfer(t.src, t.dst, (t.chunk // per) * k + lane * per + t.chunk % per, t.bytes_, t.reduce,
+                            t.path) for t in s_] for s_ in st]
+            merged = st if not merged else [a + b for a, b in zip(merged, st)]
+            lane += 1
+    return Schedule(coll, chunks, tuple(map(tuple, merged)), f"multiring({len(rings)})")
 
 
 def pairwise(fab: Fabric, coll: Collective, chunks: int) -> Schedule:
@@ -467,15 +555,19 @@ def pareto(fab: Fabric, coll: Collective, chunks: int, max_extra_steps: int = 2,
             if sch is not None and rounds < out[-1]["rounds"]:
                 out.append({"steps": s, "rounds": rounds, "status": status, "schedule": sch})
     for p in out:
-        ag = p["schedule"]
-        if coll.kind == RS:
-            p["schedule"] = _reverse_to_rs(ag, coll)
-        elif coll.kind == AR:
-            rs = _reverse_to_rs(ag, coll)
-            p["schedule"] = Schedule(coll, chunks, rs.steps + ag.steps, ag.algorithm.replace("cpsat", "cpsat-ar"))
-        else:
-            p["schedule"] = Schedule(coll, chunks, ag.steps, ag.algorithm)
+        p["schedule"] = compose(coll, p["schedule"])
     return out
+
+
+def compose(coll: Collective, ag: Schedule) -> Schedule:
+    """The collective `coll` from an all-gather schedule on the same ranks: itself, reversed with
+    reductions (reduce-scatter), or both back to back (all-reduce)."""
+    if coll.kind == RS:
+        return _reverse_to_rs(ag, coll)
+    if coll.kind == AR:
+        rs = _reverse_to_rs(ag, coll)
+        return Schedule(coll, ag.chunks, rs.steps + ag.steps, ag.algorithm + "+ar")
+    return Schedule(coll, ag.chunks, ag.steps, ag.algorithm)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -489,8 +581,12 @@ def candidates(fab: Fabric, coll: Collective, chunks: int) -> dict[str, Schedule
             builders["biring"] = lambda f, c, k: ring(f, c, k, bidirectional=True)
         if n & (n - 1) == 0:
             builders["recursive"] = recursive
+        rings = disjoint_rings(fab, coll.ranks) if n <= 64 else []
+        if len(rings) > 1 and (chunks // n) % (2 * len(rings)) == 0:
+            builders["multiring"] = multiring
     if coll.kind == A2A and n > 2:
         builders["pairwise"] = pairwise
+        builders["bruck"] = bruck
     for name, b in builders.items():
         out[name] = b(fab, coll, chunks)
     return out
@@ -510,6 +606,12 @@ def best_schedule(fab: Fabric, coll: Collective, chunks: int | None = None, synt
     if synthesize and coll.kind in (AG, RS, AR) and n <= 16:
         for p in pareto(fab, coll, chunks, time_limit_s=time_limit_s, seed=seed):
             scheds[p["schedule"].algorithm] = p["schedule"]
+        if n <= 8:   # time-expanded MILP: the analytical time itself, for the fewest steps
+            base = Collective(AG, coll.ranks, coll.bytes_)
+            sch, status, _, _ = milp_allgather(fab, base, chunks, lower_bounds(fab, base).steps,
+                                               time_limit_s=time_limit_s, seed=seed)
+            if sch is not None:
+                scheds[sch.algorithm] = compose(coll, sch)
     best = None
     for name, s in scheds.items():
         chk = check_schedule(s, fab.adjacency)
@@ -523,3 +625,70 @@ def best_schedule(fab: Fabric, coll: Collective, chunks: int | None = None, synt
     sched, t = best
     return {"schedule": sched, "time_us": t, "lower_bound_us": bounds.time_us, "bounds": bounds,
             "gap": max(0.0, (t - bounds.time_us) / t) if t > 0 else 0.0, "table": table}
+
+
+# --------------------------------------------------------------------------------------------------
+# Time-expanded MILP synthesis (PuLP: HiGHS or CBC)
+# --------------------------------------------------------------------------------------------------
+def milp_allgather(fab: Fabric, coll: Collective, chunks: int, steps: int, time_limit_s: float = 20.0,
+                   backend: str = "highs", seed: int = 0) -> tuple[Schedule | None, str, float | None, float | None]:
+    """All-gather in `steps` store-and-forward steps minimizing completion time on the time-expanded graph:
+    have[c, v, t] / send[c, u->v, t] binaries as in the CP-SAT model, and a duration per step
+    d_t >= alpha + hop latency + chunk bytes x (chunks on u->v in step t) / (circuits(u, v) x B) for every
+    directed circuit, minimizing sum_t d_t (the analytical model's time, so the optimum is exact for it).
+    Returns (schedule, status, time_us, dual bound us)."""
+    import pulp
+    from .exact import _quiet_stdout
+    ranks = coll.ranks
+    n = len(ranks)
+    k = chunks // n
+    sub = fab.adjacency[np.ix_(ranks, ranks)]
+    arcs = [(u, v) for u in range(n) for v in range(n) if sub[u, v] > 0]
+    size = chunk_bytes(Schedule(coll, chunks, ()))
+    prob = pulp.LpProblem("allgather", pulp.LpMinimize)
+    have = {(c, v, t): prob.add_variable(f"h_{c}_{v}_{t}", 0, 1, cat="Binary")
+            for c in range(chunks) for v in range(n) for t in range(steps + 1)}
+    send = {(c, a, t): prob.add_variable(f"s_{c}_{a}_{t}", 0, 1, cat="Binary")
+            for c in range(chunks) for a in range(len(arcs)) for t in range(1, steps + 1)}
+    dur = [prob.add_variable(f"d_{t}", 0) for t in range(steps + 1)]
+    for c in range(chunks):
+        for v in range(n):
+            prob += have[(c, v, 0)] == (1 if v == c // k else 0)
+            prob += have[(c, v, steps)] == 1
+    per_chunk_us = {a: size / (sub[u, v] * fab.port_bytes_per_s) * 1e6 for a, (u, v) in enumerate(arcs)}
+    for t in range(1, steps + 1):
+        for c in range(chunks):
+            for a, (u, v) in enumerate(arcs):
+                prob += send[(c, a, t)] <= have[(c, u, t - 1)]
+            for v in range(n):
+                inc = [send[(c, a, t)] for a, (u, w) in enumerate(arcs) if w == v]
+                prob += have[(c, v, t)] <= have[(c, v, t - 1)] + pulp.lpSum(inc)
+                prob += have[(c, v, t)] >= have[(c, v, t - 1)]
+        for a in range(len(arcs)):
+            prob += dur[t] >= fab.alpha_us + fab.link_latency_us + per_chunk_us[a] * \
+                pulp.lpSum(send[(c, a, t)] for c in range(chunks))
+    prob += pulp.lpSum(dur[1:])
+    solver = pulp.HiGHS(msg=False, timeLimit=time_limit_s, threads=2, random_seed=seed) if backend == "highs" \
+        else pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit_s, threads=2)
+    t0 = time.perf_counter()
+    with _quiet_stdout():
+        prob.solve(solver)
+    wall = time.perf_counter() - t0
+    if prob.sol_status not in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
+        return None, "INFEASIBLE" if prob.status == pulp.LpStatusInfeasible else "NO_SOLUTION", None, None
+    proven = prob.sol_status == pulp.LpSolutionOptimal and wall < time_limit_s * 0.98
+    out = []
+    for t in range(1, steps + 1):
+        step = []
+        for c in range(chunks):
+            for a, (u, v) in enumerate(arcs):
+                if round(send[(c, a, t)].value() or 0) and not round(have[(c, v, t - 1)].value() or 0):
+                    step.append(Transfer(ranks[u], ranks[v], c, size))
+        out.append(tuple(step))
+    objective = float(pulp.value(prob.objective))
+    bound = objective if proven else None
+    if not proven and backend == "highs":
+        db = prob.solverModel.getInfo().mip_dual_bound
+        bound = float(db) if np.isfinite(db) else None
+    sched = Schedule(coll, chunks, tuple(out), f"milp(steps={steps})")
+    return sched, "OPTIMAL" if proven else "FEASIBLE", objective, bound

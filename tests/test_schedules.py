@@ -153,3 +153,33 @@ def test_cli_schedule(tmp_path):
         argv = base + list(args) if "--bytes" not in args else ["schedule", wp, "--collective", "allgather", *args]
         code, _, err = run(*argv)
         assert code == 2 and needle in err and err.count("\n") == 1, (args, err)
+
+
+TORUS44 = fab(nx.convert_node_labels_to_integers(nx.grid_2d_graph(4, 4, periodic=True)))
+
+
+def test_multiring_on_a_2d_torus_meets_the_cut_bound():
+    assert len(S.disjoint_rings(TORUS44, tuple(range(16)))) == 2          # a 2D torus has two
+    coll = Collective("allgather", tuple(range(16)), 64e6)
+    s = S.multiring(TORUS44, coll, 64)
+    assert check_schedule(s, TORUS44.adjacency).ok
+    lb = S.lower_bounds(TORUS44, coll)
+    assert TORUS44.time_us(s) == pytest.approx(lb.bandwidth_us, rel=1e-9)   # alpha = 0 here
+
+
+def test_bruck_takes_log_steps():
+    coll = Collective("alltoall", tuple(range(8)), 7e6)
+    s = S.bruck(FULL8, coll, 64)
+    assert len(s.steps) == 3 and check_schedule(s, FULL8.adjacency).ok
+
+
+def test_milp_synthesis_is_optimal_and_checked():
+    coll = Collective("allgather", tuple(range(8)), 64e6)
+    f = S.Fabric(RING8.adjacency, B, 0.6, 0.0)
+    sched, status, obj, bound = S.milp_allgather(f, coll, 16, 4, time_limit_s=30)
+    assert status == "OPTIMAL" and bound == pytest.approx(obj)
+    assert check_schedule(sched, f.adjacency).ok and f.time_us(sched) == pytest.approx(obj)
+    assert obj >= S.lower_bounds(f, coll).time_us
+    assert S.milp_allgather(f, coll, 16, 3, time_limit_s=30)[1] == "INFEASIBLE"   # fewer steps than distance
+    rs = S.compose(Collective("reducescatter", tuple(range(8)), 64e6), sched)
+    assert check_schedule(rs, f.adjacency).ok
