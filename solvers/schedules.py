@@ -8,7 +8,8 @@ Constructions (fast, always available): ``ring`` (on a Hamiltonian cycle of the 
 one among them, else in rank order with forwarded hops), ``biring`` (chunks split over both directions of
 the ring), ``multiring`` (both directions of every edge-disjoint Hamiltonian cycle found), ``direct`` (one
 step, every transfer on a shortest path; all-to-all chunks spread over equal-length paths by load),
-``recursive`` (recursive doubling / halving for power-of-two groups), ``pairwise`` (all-to-all in n - 1
+``trees`` (every chunk down its own shortest-path broadcast tree, parents chosen by load), ``recursive``
+(recursive doubling / halving for power-of-two groups), ``pairwise`` (all-to-all in n - 1
 shifted steps), ``bruck`` (all-to-all in ceil(log2 n) steps). All-reduce is
 reduce-scatter followed by all-gather.
 
@@ -313,11 +314,13 @@ def bruck(fab: Fabric, coll: Collective, chunks: int) -> Schedule:
     return Schedule(coll, chunks, tuple(steps), "bruck")
 
 
-def disjoint_rings(fab: Fabric, ranks: tuple[int, ...], limit: int = 4, time_limit_s: float = 1.0,
+def disjoint_rings(fab: Fabric, ranks: tuple[int, ...], limit: int = 4, time_limit_s: float | None = None,
                    restarts: int = 16) -> list[list[int]]:
     """Edge-disjoint Hamiltonian cycles among the ranks: find one, remove its circuits, repeat; restarted
     with seeded random tie-breaks, keeping the attempt with the most cycles."""
     t0 = time.perf_counter()
+    if time_limit_s is None:
+        time_limit_s = max(1.0, len(ranks) / 32)
     best: list[list[int]] = []
     for attempt in range(restarts):
         adj = fab.adjacency.copy()
@@ -359,6 +362,40 @@ def multiring(fab: Fabric, coll: Collective, chunks: int) -> Schedule:
             merged = st if not merged else [a + b for a, b in zip(merged, st)]
             lane += 1
     return Schedule(coll, chunks, tuple(map(tuple, merged)), f"multiring({len(rings)})")
+
+
+def trees(fab: Fabric, coll: Collective, chunks: int) -> Schedule:
+    """All-gather by broadcast trees: every chunk of every rank goes down its own shortest-path tree of the
+    ranks' induced graph (store-and-forward, one level per step), each node taking as parent the
+    previous-level neighbour whose circuit is least loaded in that step so far, so the chunks of all roots
+    spread over all circuits. Reduce-scatter is the reverse, all-reduce both. Needs the ranks' induced
+    subgraph connected."""
+    ranks, n = coll.ranks, len(coll.ranks)
+    if coll.kind not in (AG, RS, AR):
+        raise InvalidInput("broadcast trees do all-gather, reduce-scatter and all-reduce", field="algorithm")
+    sub = fab.adjacency[np.ix_(ranks, ranks)]
+    dist = shortest_path(sp.csr_matrix(sub > 0), method="D", unweighted=True, directed=False)
+    if not np.isfinite(dist).all():
+        raise InvalidInput("the ranks' circuits among themselves do not connect them", field="ranks")
+    k = chunks // n
+    size = chunk_bytes(Schedule(coll, chunks, ()))
+    depth = int(dist.max())
+    nbrs = [np.flatnonzero(sub[v] > 0) for v in range(n)]
+    load = np.zeros((depth + 1, n, n))
+    steps: list[list[Transfer]] = [[] for _ in range(depth)]
+    order = sorted(((r, j) for r in range(n) for j in range(k)), key=lambda rj: (rj[1], rj[0]))
+    for r, j in order:
+        c = r * k + j
+        for v in np.argsort(dist[r], kind="stable"):
+            t = int(dist[r, v])
+            if t == 0:
+                continue
+            cand = [u for u in nbrs[v] if dist[r, u] == t - 1]
+            u = min(cand, key=lambda x: (load[t, x, v] / sub[x, v], x))
+            load[t, u, v] += 1
+            steps[t - 1].append(Transfer(ranks[u], ranks[int(v)], c, size))
+    ag = Schedule(Collective(AG, coll.ranks, coll.bytes_), chunks, tuple(map(tuple, steps)), "trees")
+    return compose(coll, ag)
 
 
 def pairwise(fab: Fabric, coll: Collective, chunks: int) -> Schedule:
@@ -581,7 +618,8 @@ def candidates(fab: Fabric, coll: Collective, chunks: int) -> dict[str, Schedule
             builders["biring"] = lambda f, c, k: ring(f, c, k, bidirectional=True)
         if n & (n - 1) == 0:
             builders["recursive"] = recursive
-        rings = disjoint_rings(fab, coll.ranks) if n <= 64 else []
+        builders["trees"] = trees
+        rings = disjoint_rings(fab, coll.ranks) if n <= 256 else []
         if len(rings) > 1 and (chunks // n) % (2 * len(rings)) == 0:
             builders["multiring"] = multiring
     if coll.kind == A2A and n > 2:

@@ -183,3 +183,11 @@ def test_milp_synthesis_is_optimal_and_checked():
     assert S.milp_allgather(f, coll, 16, 3, time_limit_s=30)[1] == "INFEASIBLE"   # fewer steps than distance
     rs = S.compose(Collective("reducescatter", tuple(range(8)), 64e6), sched)
     assert check_schedule(rs, f.adjacency).ok
+
+
+def test_broadcast_trees_pass_the_checker_for_every_reduction():
+    for kind in ("allgather", "reducescatter", "allreduce"):
+        coll = Collective(kind, tuple(range(16)), 16e6)
+        s = S.trees(TORUS44, coll, 64)
+        assert check_schedule(s, TORUS44.adjacency).ok, kind
+        assert len(s.steps) == (8 if kind == "allreduce" else 4)
