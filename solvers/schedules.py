@@ -96,6 +96,38 @@ class Fabric:
                     stack.append((int(u), acc + (int(u),)))
         return out or [self.path(a, b)]
 
+    def random_paths(self, src: np.ndarray, dst: np.ndarray, seed: int = 0) -> list[tuple[int, ...]]:
+        """For each (src[i], dst[i]): a shortest path whose every hop is drawn uniformly among the next hops
+        that get closer (seeded), vectorized over all pairs; intermediates only."""
+        rng = np.random.default_rng(seed)
+        A = self.adjacency > 0
+        deg = A.sum(axis=1)
+        nbr = np.full((A.shape[0], int(deg.max())), -1, dtype=np.int64)
+        r, c = np.nonzero(A)
+        pos = np.arange(r.size) - np.searchsorted(r, r)
+        nbr[r, pos] = c
+        d = self.dist
+        cur = np.asarray(src, dtype=np.int64).copy()
+        dst = np.asarray(dst, dtype=np.int64)
+        hops: list[np.ndarray] = []
+        alive = cur != dst
+        while alive.any():
+            cu, de = cur[alive], dst[alive]
+            cand = nbr[cu]
+            ok = (cand >= 0) & (d[np.maximum(cand, 0), de[:, None]] == d[cu, de][:, None] - 1)
+            pick = np.floor(rng.random(cu.size) * ok.sum(axis=1)).astype(np.int64)
+            col = np.argmax(np.cumsum(ok, axis=1) > pick[:, None], axis=1)
+            nxt = cand[np.arange(cu.size), col]
+            step = np.full(cur.size, -1, dtype=np.int64)
+            step[np.flatnonzero(alive)] = nxt
+            hops.append(step)
+            cur[alive] = nxt
+            alive = cur != dst
+        if not hops:
+            return [() for _ in range(cur.size)]
+        H = np.stack(hops, axis=1)                     # pairs x hops, -1 after arrival
+        return [tuple(int(x) for x in row[(row >= 0)][:-1]) for row in H]
+
     def time_us(self, s: Schedule) -> float:
         return schedule_time_us(s, self.adjacency, self.port_bytes_per_s, self.alpha_us, self.link_latency_us)
 
@@ -223,6 +255,15 @@ def direct(fab: Fabric, coll: Collective, chunks: int) -> Schedule:
     size = chunk_bytes(Schedule(coll, chunks, ()))
     if coll.kind == A2A:
         k = chunks // (n * n)
+        if n > 64:   # large groups: every chunk on a random shortest path (load-aware greedy is O(n^2 k) Python)
+            s_idx, d_idx = np.nonzero(~np.eye(n, dtype=bool))
+            s_rep, d_rep = np.repeat(s_idx, k), np.repeat(d_idx, k)
+            j_rep = np.tile(np.arange(k), s_idx.size)
+            r = np.asarray(ranks)
+            paths = fab.random_paths(r[s_rep], r[d_rep])
+            step = [Transfer(int(r[a]), int(r[b]), int((a * n + b) * k + j), size, False, p)
+                    for a, b, j, p in zip(s_rep.tolist(), d_rep.tolist(), j_rep.tolist(), paths)]
+            return Schedule(coll, chunks, (tuple(step),), "direct")
         step = []
         load: dict[tuple[int, int], float] = {}
         pairs = [(s, d) for s in range(n) for d in range(n) if s != d]

@@ -191,3 +191,16 @@ def test_broadcast_trees_pass_the_checker_for_every_reduction():
         s = S.trees(TORUS44, coll, 64)
         assert check_schedule(s, TORUS44.adjacency).ok, kind
         assert len(s.steps) == (8 if kind == "allreduce" else 4)
+
+
+def test_random_paths_are_shortest_and_seeded():
+    g = nx.random_regular_graph(4, 80, seed=2)
+    f = fab(g)
+    src, dst = np.array([0, 5, 7]), np.array([40, 5, 79])
+    p1, p2 = f.random_paths(src, dst, seed=3), f.random_paths(src, dst, seed=3)
+    assert p1 == p2 and p1[1] == ()
+    for (a, b), p in zip(zip(src, dst), p1):
+        hops = [a, *p, b]
+        assert len(hops) - 1 == f.dist[a, b] and all(f.adjacency[x, y] for x, y in zip(hops, hops[1:]))
+    coll = Collective("alltoall", tuple(range(80)), 1e6)
+    assert check_schedule(S.direct(f, coll, 80 * 80), f.adjacency).ok
