@@ -200,6 +200,8 @@ def test_random_paths_are_shortest_and_seeded():
     p1, p2 = f.random_paths(src, dst, seed=3), f.random_paths(src, dst, seed=3)
     assert p1 == p2 and p1[1] == ()
     for (a, b), p in zip(zip(src, dst), p1):
+        if a == b:
+            continue
         hops = [a, *p, b]
         assert len(hops) - 1 == f.dist[a, b] and all(f.adjacency[x, y] for x, y in zip(hops, hops[1:]))
     coll = Collective("alltoall", tuple(range(80)), 1e6)
