@@ -269,7 +269,7 @@ def direct(fab: Fabric, coll: Collective, chunks: int) -> Schedule:
         pairs = [(s, d) for s in range(n) for d in range(n) if s != d]
         pairs.sort(key=lambda sd: -fab.dist[ranks[sd[0]], ranks[sd[1]]])     # long, constrained pairs first
         for s, d in pairs:
-            options = fab.paths(ranks[s], ranks[d], 16 if k > 1 else 1)
+            options = fab.paths(ranks[s], ranks[d], 16)
             for j in range(k):   # each chunk on the shortest path whose busiest circuit is least loaded
                 def cost(p: tuple[int, ...]) -> float:
                     hops = [ranks[s], *p, ranks[d]]

@@ -157,3 +157,44 @@ def bench_wire(path: str, solvers: list[str], time_limit_s: float, small_only: b
                          "check": check_case(case, res.status.value, res.objective,
                                              baseline=res.solver in BASELINES) if res.objective else "no answer"})
     return rows
+
+
+def classic_topologies() -> dict[str, np.ndarray]:
+    """Circuit-count adjacencies of the small classic topologies of the schedule benchmarks."""
+    import networkx as nx
+    dgx = nx.Graph()
+    for quad in ([0, 1, 2, 3], [4, 5, 6, 7]):    # DGX-1 hybrid cube-mesh: two fully connected quads + i <-> i+4
+        dgx.add_edges_from((a, b) for a in quad for b in quad if a < b)
+    dgx.add_edges_from((i, i + 4) for i in range(4))
+    torus = lambda L: nx.convert_node_labels_to_integers(nx.grid_2d_graph(L, L, periodic=True))  # noqa: E731
+    return {"biring-8": nx.to_numpy_array(nx.cycle_graph(8), dtype=int),
+            "dgx1-8": nx.to_numpy_array(dgx, nodelist=range(8), dtype=int),
+            "torus-4x4": nx.to_numpy_array(torus(4), dtype=int),
+            "torus-8x8": nx.to_numpy_array(torus(8), dtype=int),
+            "torus-16x16": nx.to_numpy_array(torus(16), dtype=int)}
+
+
+def bench_schedule(names: list[str] | None = None, bytes_: float = 64e6, port_gbps: float = 800.0,
+                   alpha_us: float = 0.6, time_limit_s: float = 30.0, progress=None) -> list[dict[str, Any]]:
+    """Best schedule per (topology, collective): algorithm, steps, time, lower bound, gap, wall time."""
+    from solvers import schedules as S
+    from .model import Collective
+    from .schedule import check_schedule
+    rows = []
+    for name, adj in classic_topologies().items():
+        if names and name not in names:
+            continue
+        f = S.Fabric(adj, port_gbps * 1e9 / 8, alpha_us)
+        n = adj.shape[0]
+        for kind in ("allgather", "allreduce", "alltoall"):
+            if progress:
+                progress(f"{name}: {kind}")
+            coll = Collective(kind, tuple(range(n)), bytes_)
+            chunks = n * n * (4 if n <= 16 else 1) if kind == "alltoall" else n * (4 if n <= 16 else 16)
+            t = time.perf_counter()
+            res = S.best_schedule(f, coll, chunks, synthesize=n <= 16, time_limit_s=time_limit_s)
+            rows.append({"topology": name, "collective": kind, "algorithm": res["schedule"].algorithm,
+                         "steps": len(res["schedule"].steps), "steps_lower_bound": res["bounds"].steps,
+                         "time_us": res["time_us"], "lower_bound_us": res["lower_bound_us"], "gap": res["gap"],
+                         "verified": check_schedule(res["schedule"], adj).ok, "wall_s": time.perf_counter() - t})
+    return rows

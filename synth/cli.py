@@ -682,5 +682,28 @@ def bench_wire_cmd(suite: str, solvers: str, time_limit: float, small: bool, cas
         sys.exit(EXIT_INVALID)
 
 
+@bench.command("schedule")
+@click.option("--topology", "names", multiple=True,
+              help="biring-8, dgx1-8, torus-4x4, torus-8x8, torus-16x16 (default: all).")
+@click.option("--bytes", "size", default="64MB", show_default=True)
+@click.option("--time-limit", "time_limit", default=30.0, show_default=True, type=float)
+@click.option("--json", "as_json", is_flag=True)
+@handles_errors
+def bench_schedule_cmd(names: tuple[str, ...], size: str, time_limit: float, as_json: bool) -> None:
+    """Best schedules on classic topologies (100 GB/s circuits, alpha 0.6 us) against their lower bounds."""
+    from .bench import bench_schedule, machine
+    rows = bench_schedule(list(names) or None, parse_size(size), time_limit_s=time_limit,
+                          progress=lambda m: click.echo(m, err=True))
+    if as_json:
+        echo_json({"rows": rows, "machine": machine()})
+        return
+    click.echo(f"{'topology':<13}{'collective':<11}{'algorithm':<28}{'steps':>6}{'lb':>4}{'time us':>12}"
+               f"{'bound us':>12}{'gap':>8}{'wall s':>8}")
+    for r in rows:
+        click.echo(f"{r['topology']:<13}{r['collective']:<11}{r['algorithm']:<28}{r['steps']:>6}"
+                   f"{r['steps_lower_bound']:>4}{r['time_us']:>12,.1f}{r['lower_bound_us']:>12,.1f}"
+                   f"{100 * r['gap']:>7.1f}%{r['wall_s']:>8.1f}")
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
