@@ -242,3 +242,18 @@ def test_evaluate_with_a_schedules_routes(tmp_path):
     code, out, _ = run("evaluate", "instances/decode/deepseek-v3-72.toml", "--fabric", "ocs", "--wiring", wp,
                        "--schedule", sp, "--json")
     assert code == 0 and any(o["algorithm"] == "schedule:pairwise" for o in json.loads(out)["ops"])
+
+
+def test_scaleout_and_hybrid_fabrics(ds72):
+    from synth.cli import default_wiring
+    out = evaluate(ds72, "scaleout")
+    up = evaluate(ds72, "scaleup")
+    assert out.step_time_us >= up.step_time_us          # one 800G NIC vs 18 x 400G ports
+    w9 = default_wiring(ds72, ocs_ports=9)
+    assert int(w9.degree().max()) <= 9
+    hyb = evaluate(ds72, "hybrid:9", w9)
+    assert hyb.step_time_us > 0 and hyb.network_capex_usd > 0
+    with pytest.raises(InvalidInput, match="hybrid:4 allows 4"):
+        evaluate(ds72, "hybrid:4", w9)
+    with pytest.raises(InvalidInput, match="needs a wiring"):
+        evaluate(ds72, "ocs")
