@@ -8,7 +8,8 @@ Constructions (fast, always available): ``ring`` (on a Hamiltonian cycle of the 
 one among them, else in rank order with forwarded hops), ``biring`` (chunks split over both directions of
 the ring), ``multiring`` (both directions of every edge-disjoint Hamiltonian cycle found), ``direct`` (one
 step, every transfer on a shortest path; all-to-all chunks spread over equal-length paths by load),
-``trees`` (every chunk down its own shortest-path broadcast tree, parents chosen by load), ``recursive``
+``trees`` (every chunk down its own shortest-path broadcast tree, parents chosen by load),
+``double-tree`` (all-reduce on two complementary binary trees), ``recursive``
 (recursive doubling / halving for power-of-two groups), ``pairwise`` (all-to-all in n - 1
 shifted steps), ``bruck`` (all-to-all in ceil(log2 n) steps). All-reduce is
 reduce-scatter followed by all-gather.
@@ -264,21 +265,32 @@ def direct(fab: Fabric, coll: Collective, chunks: int) -> Schedule:
             step = [Transfer(int(r[a]), int(r[b]), int((a * n + b) * k + j), size, False, p)
                     for a, b, j, p in zip(s_rep.tolist(), d_rep.tolist(), j_rep.tolist(), paths)]
             return Schedule(coll, chunks, (tuple(step),), "direct")
-        step = []
         load: dict[tuple[int, int], float] = {}
         pairs = [(s, d) for s in range(n) for d in range(n) if s != d]
         pairs.sort(key=lambda sd: -fab.dist[ranks[sd[0]], ranks[sd[1]]])     # long, constrained pairs first
-        for s, d in pairs:
-            options = fab.paths(ranks[s], ranks[d], 16)
-            for j in range(k):   # each chunk on the shortest path whose busiest circuit is least loaded
-                def cost(p: tuple[int, ...]) -> float:
-                    hops = [ranks[s], *p, ranks[d]]
-                    return max(load.get((a, b), 0.0) / fab.adjacency[a, b] for a, b in zip(hops, hops[1:]))
-                best = min(options, key=cost)
-                hops = [ranks[s], *best, ranks[d]]
-                for a, b in zip(hops, hops[1:]):
-                    load[(a, b)] = load.get((a, b), 0.0) + size
-                step.append(Transfer(ranks[s], ranks[d], (s * n + d) * k + j, size, False, best))
+        options = {sd: fab.paths(ranks[sd[0]], ranks[sd[1]], 16) for sd in pairs}
+        chosen: dict[tuple[int, int, int], tuple[int, ...]] = {}
+
+        def links(s: int, d: int, p: tuple[int, ...]) -> list[tuple[int, int]]:
+            hops = [ranks[s], *p, ranks[d]]
+            return list(zip(hops, hops[1:]))
+
+        def cost(s: int, d: int, p: tuple[int, ...]) -> float:
+            return max((load.get(e, 0.0) + size) / fab.adjacency[e] for e in links(s, d, p))
+        for rnd in range(4):   # greedy placement, then rip-up-and-reroute passes
+            for s, d in pairs:
+                for j in range(k):
+                    key = (s, d, j)
+                    if key in chosen:
+                        for e in links(s, d, chosen[key]):
+                            load[e] -= size
+                    best = min(options[(s, d)], key=lambda p: cost(s, d, p))
+                    chosen[key] = best
+                    for e in links(s, d, best):
+                        load[e] = load.get(e, 0.0) + size
+            if all(len(o) == 1 for o in options.values()):
+                break
+        step = [Transfer(ranks[s], ranks[d], (s * n + d) * k + j, size, False, p) for (s, d, j), p in chosen.items()]
         return Schedule(coll, chunks, (tuple(step),), "direct")
     k = chunks // n
     rs = [_t(fab, ranks[s], ranks[d], d * k + j, size, True) for s in range(n) for d in range(n) if s != d
@@ -437,6 +449,32 @@ def trees(fab: Fabric, coll: Collective, chunks: int) -> Schedule:
             steps[t - 1].append(Transfer(ranks[u], ranks[int(v)], c, size))
     ag = Schedule(Collective(AG, coll.ranks, coll.bytes_), chunks, tuple(map(tuple, steps)), "trees")
     return compose(coll, ag)
+
+
+def double_binary_tree(fab: Fabric, coll: Collective, chunks: int) -> Schedule:
+    """All-reduce on two complementary binary trees (NCCL's double binary tree): half the chunks reduce up
+    tree A (heap order over the ranks) and are broadcast back down it, the other half use tree B, the same
+    heap over the ranks in reverse order, so a rank that is an inner node of one tree is mostly a leaf of
+    the other. One tree level per step; tree edges are circuits or forwarded shortest paths."""
+    n, ranks = len(coll.ranks), coll.ranks
+    if coll.kind != AR:
+        raise InvalidInput("the double binary tree is an all-reduce algorithm", field="algorithm")
+    if chunks % 2:
+        raise InvalidInput("the double binary tree needs an even number of chunks", field="chunks")
+    size = chunk_bytes(Schedule(coll, chunks, ()))
+    depth = np.floor(np.log2(np.arange(n) + 1)).astype(int)
+    D = int(depth.max())
+    up: list[list[Transfer]] = [[] for _ in range(D)]
+    down: list[list[Transfer]] = [[] for _ in range(D)]
+    for tree, order in ((0, list(range(n))), (1, list(range(n))[::-1])):
+        half = range(tree * chunks // 2, (tree + 1) * chunks // 2)
+        for i in range(1, n):
+            child, parent = ranks[order[i]], ranks[order[(i - 1) // 2]]
+            level = int(depth[i])
+            for c in half:
+                up[D - level].append(_t(fab, child, parent, c, size, True))
+                down[level - 1].append(_t(fab, parent, child, c, size))
+    return Schedule(coll, chunks, tuple(map(tuple, up + down)), "double-tree")
 
 
 def pairwise(fab: Fabric, coll: Collective, chunks: int) -> Schedule:
@@ -660,6 +698,8 @@ def candidates(fab: Fabric, coll: Collective, chunks: int) -> dict[str, Schedule
         if n & (n - 1) == 0:
             builders["recursive"] = recursive
         builders["trees"] = trees
+        if coll.kind == AR and chunks % 2 == 0:
+            builders["double-tree"] = double_binary_tree
         rings = disjoint_rings(fab, coll.ranks) if n <= 256 else []
         if len(rings) > 1 and (chunks // n) % (2 * len(rings)) == 0:
             builders["multiring"] = multiring

@@ -206,3 +206,12 @@ def test_random_paths_are_shortest_and_seeded():
         assert len(hops) - 1 == f.dist[a, b] and all(f.adjacency[x, y] for x, y in zip(hops, hops[1:]))
     coll = Collective("alltoall", tuple(range(80)), 1e6)
     assert check_schedule(S.direct(f, coll, 80 * 80), f.adjacency).ok
+
+
+def test_double_binary_tree_allreduce():
+    f = fab(nx.complete_graph(7))
+    coll = Collective("allreduce", tuple(range(7)), 7e6)
+    s = S.double_binary_tree(f, coll, 14)
+    assert check_schedule(s, f.adjacency).ok and len(s.steps) == 4     # depth 2 up, 2 down
+    assert check_schedule(S.double_binary_tree(RING8, Collective("allreduce", tuple(range(8)), 8e6), 16),
+                          RING8.adjacency).ok
