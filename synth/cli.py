@@ -234,6 +234,8 @@ def default_wiring(inst, ocs_ports: int | None = None):
 
 fidelity_option = click.option("--fidelity", type=click.Choice(["analytical", "flow"]), default="analytical",
                                show_default=True, help="Analytical (alpha-beta, ECMP loads) or flow (max-min).")
+routing_option = click.option("--routing", type=click.Choice(["ecmp", "balanced"]), default="ecmp", show_default=True,
+                              help="ocs / hybrid: ECMP, or balanced multi-path routing as `wire` scores wirings.")
 
 
 @main.command()
@@ -243,6 +245,7 @@ fidelity_option = click.option("--fidelity", type=click.Choice(["analytical", "f
 @click.option("--wiring", "wiring_path", type=click.Path(dir_okay=False, path_type=str),
               help="Wiring file for ocs / hybrid (default: the random expander baseline).")
 @fidelity_option
+@routing_option
 @click.option("--schedule", "schedule_paths", multiple=True, type=click.Path(dir_okay=False, path_type=str),
               help="Schedule file(s) from `ocs-synth schedule`: ops of the same collective and group size run "
                    "its steps and routes (repeatable).")
@@ -250,8 +253,9 @@ fidelity_option = click.option("--fidelity", type=click.Choice(["analytical", "f
 @set_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @handles_errors
-def evaluate(instance: str, fabric: str, wiring_path: str | None, fidelity: str, schedule_paths: tuple[str, ...],
-             context_tokens: int | None, sets: tuple[str, ...], as_json: bool) -> None:
+def evaluate(instance: str, fabric: str, wiring_path: str | None, fidelity: str, routing: str,
+             schedule_paths: tuple[str, ...], context_tokens: int | None, sets: tuple[str, ...],
+             as_json: bool) -> None:
     """Evaluate one decode step of INSTANCE on a fabric: step time, tokens/s per user and per accelerator,
     energy and cost per token, and the time of every communication op."""
     from .evaluate import evaluate as run
@@ -268,7 +272,7 @@ def evaluate(instance: str, fabric: str, wiring_path: str | None, fidelity: str,
         except _json.JSONDecodeError as exc:
             raise InvalidInput(f"malformed JSON: {exc.msg} at line {exc.lineno}", source=path) from None
     ev = run(inst, fabric, _wiring_for(inst, fabric, wiring_path, {}), fidelity, seed=inst.workload.seed,
-             schedules=tuple(scheds))
+             schedules=tuple(scheds), routing=routing)
     if as_json:
         echo_json(ev.to_dict())
         return
@@ -303,13 +307,14 @@ COMPARE_COLUMNS = (("step_time_us", "step us", "{:,.1f}"), ("tokens_per_s_per_us
 @click.option("--wiring", "wiring_path", type=click.Path(dir_okay=False, path_type=str),
               help="Wiring file for ocs / hybrid (default: the random expander baseline).")
 @fidelity_option
+@routing_option
 @click.option("--context", "context_tokens", type=click.IntRange(1), help="Context length in tokens.")
 @set_option
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=str),
               help="PNG: interactivity vs energy efficiency and vs throughput per cost.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @handles_errors
-def compare(instance: str, fabrics: str, baseline: str, wiring_path: str | None, fidelity: str,
+def compare(instance: str, fabrics: str, baseline: str, wiring_path: str | None, fidelity: str, routing: str,
             context_tokens: int | None, sets: tuple[str, ...], plot_path: str | None, as_json: bool) -> None:
     """Evaluate INSTANCE on several fabrics; one table with ratios against the baseline fabric."""
     from .evaluate import evaluate_workload
@@ -330,7 +335,7 @@ def compare(instance: str, fabrics: str, baseline: str, wiring_path: str | None,
     for i, f in enumerate(names):
         click.echo(f"[{i + 1}/{len(names)}] {f}", err=True)
         results[f] = evaluate_workload(wl, f, _wiring_for(inst, f, wiring_path, cache), fidelity,
-                                       seed=inst.workload.seed)
+                                       seed=inst.workload.seed, routing=routing)
     base = results[baseline]
     out = {"baseline": baseline, "instance": inst.name, "fidelity": fidelity,
            "fabrics": {f: {**r.to_dict(ops=False),

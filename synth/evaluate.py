@@ -37,6 +37,7 @@ from .network import Network, completion_time, ecmp_loads, sample_paths
 from .workload import CommOp, ComputeOp, Workload, build_workload
 
 SECONDS_PER_YEAR = 365.25 * 24 * 3600
+BALANCED_ROUNDS = 100  # multiplicative-weights rounds of --routing balanced
 FLOW_EVENTS = 16   # max-min recomputations per phase in the flow model (then current rates: an upper bound)
 EVALUATE_KEYS = ("step_time_us", "tokens_per_s_per_user", "tokens_per_s_per_accelerator", "energy_per_token_j",
                  "cost_per_token", "comm_time_us", "compute_time_us", "max_link_utilization")
@@ -91,10 +92,17 @@ def _scatter(net: Network, groups: np.ndarray, pattern: np.ndarray) -> np.ndarra
 
 
 def phase_time_us(net: Network, groups: np.ndarray, phase: Phase, alpha_us: float, fidelity: str = "analytical",
-                  paths_per_flow: int = 4, seed: int = 0) -> tuple[float, np.ndarray]:
-    """Time of one repetition of a phase run by all groups at once, and its link loads (bytes)."""
+                  paths_per_flow: int = 4, seed: int = 0, routing: str = "ecmp") -> tuple[float, np.ndarray]:
+    """Time of one repetition of a phase run by all groups at once, and its link loads (bytes). `routing`
+    "balanced" routes the phase by multiplicative weights (multi-path, min-max utilization) instead of
+    ECMP; the better of the two is kept (analytical fidelity)."""
     dem = _scatter(net, groups, phase.pattern)
     loads = ecmp_loads(net, dem)
+    if routing == "balanced" and fidelity == "analytical" and loads.any():
+        from .routing import mwu_routing
+        theta, mloads, _ = mwu_routing(net, dem, rounds=BALANCED_ROUNDS, time_limit_s=60.0)
+        if theta < float((loads / net.capacity_bps).max()):
+            loads = mloads
     lat = net.path_latency_us
     has = dem > 0
     latency = float(lat[has].max()) if has.any() else 0.0
@@ -109,7 +117,7 @@ def phase_time_us(net: Network, groups: np.ndarray, phase: Phase, alpha_us: floa
 
 
 def time_collective(net: Network, op: CommOp, alpha_us: float, fidelity: str = "analytical",
-                    algorithm: str | None = None, seed: int = 0) -> OpTiming:
+                    algorithm: str | None = None, seed: int = 0, routing: str = "ecmp") -> OpTiming:
     """Best algorithm for the op on this network (or the named one)."""
     pattern = op.pattern if op.collective in (CollectiveKind.ALLTOALLV, CollectiveKind.P2P) else None
     algs = algorithms(op.collective, op.group_size, op.message_bytes, pattern)
@@ -137,7 +145,8 @@ def time_collective(net: Network, op: CommOp, alpha_us: float, fidelity: str = "
         for ph in phases:
             key = id(ph.pattern)
             if key not in cache:
-                cache[key] = phase_time_us(net, op.groups, ph, alpha_us, "analytical", seed=seed)
+                cache[key] = phase_time_us(net, op.groups, ph, alpha_us, "analytical", seed=seed,
+                                           routing=routing if name == "direct" else "ecmp")
             t, ld = cache[key]
             total += t * ph.repeat
             loads = loads + ld * ph.repeat
@@ -186,8 +195,10 @@ def time_with_schedule(net: Network, op: CommOp, schedule, alpha_us: float) -> O
 
 def evaluate_workload(wl: Workload, fabric: FabricChoice | str, wiring: Wiring | None = None,
                       fidelity: str = "analytical", seed: int = 0,
-                      progress: Callable[[str], None] | None = None, schedules: tuple = ()) -> Evaluation:
-    """Evaluate a built workload on a fabric (see the module doc for the model)."""
+                      progress: Callable[[str], None] | None = None, schedules: tuple = (),
+                      routing: str = "ecmp") -> Evaluation:
+    """Evaluate a built workload on a fabric (see the module doc for the model). `routing` "balanced"
+    routes direct phases on ocs / hybrid fabrics by multiplicative weights, as `wire` scores wirings."""
     if fidelity not in ("analytical", "flow"):
         from .errors import InvalidInput
         raise InvalidInput(f"must be analytical or flow, got {fidelity!r}", field="fidelity")
@@ -201,7 +212,12 @@ def evaluate_workload(wl: Workload, fabric: FabricChoice | str, wiring: Wiring |
     for op in wl.comm_ops():
         if progress:
             progress(f"{fab.label}: {op.name}")
-        timing[op.name] = time_collective(net, op, alpha, fidelity, seed=seed)
+        if routing not in ("ecmp", "balanced"):
+            from .errors import InvalidInput
+            raise InvalidInput(f"must be ecmp or balanced, got {routing!r}", field="routing")
+        direct_net = fab.kind in ("ocs", "hybrid")
+        timing[op.name] = time_collective(net, op, alpha, fidelity, seed=seed,
+                                          routing=routing if direct_net else "ecmp")
         for sch in schedules:   # a given schedule replaces the model's choice where it fits the op
             given = time_with_schedule(net, op, sch, alpha)
             if given is not None:
@@ -276,7 +292,8 @@ def evaluate_workload(wl: Workload, fabric: FabricChoice | str, wiring: Wiring |
 
 
 def evaluate(instance, fabric: FabricChoice | str, wiring: Wiring | None = None, fidelity: str = "analytical",
-             seed: int = 0, progress: Callable[[str], None] | None = None, schedules: tuple = ()) -> Evaluation:
+             seed: int = 0, progress: Callable[[str], None] | None = None, schedules: tuple = (),
+             routing: str = "ecmp") -> Evaluation:
     """Build the instance's decode step and evaluate it on `fabric`.
 
     >>> import synth
@@ -285,4 +302,4 @@ def evaluate(instance, fabric: FabricChoice | str, wiring: Wiring | None = None,
     >>> ev.step_time_us > ev.compute_time_us > 0
     True
     """
-    return evaluate_workload(build_workload(instance), fabric, wiring, fidelity, seed, progress, schedules)
+    return evaluate_workload(build_workload(instance), fabric, wiring, fidelity, seed, progress, schedules, routing)

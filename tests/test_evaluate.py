@@ -257,3 +257,12 @@ def test_scaleout_and_hybrid_fabrics(ds72):
         evaluate(ds72, "hybrid:4", w9)
     with pytest.raises(InvalidInput, match="needs a wiring"):
         evaluate(ds72, "ocs")
+
+
+def test_balanced_routing_never_slower_than_ecmp(ds72):
+    w = expander(ds72.ocs_layout(), seed=3)
+    ecmp = evaluate(ds72, "ocs", w)
+    bal = evaluate(ds72, "ocs", w, routing="balanced")
+    assert bal.comm_time_us <= ecmp.comm_time_us * (1 + 1e-9)
+    with pytest.raises(InvalidInput, match="must be ecmp or balanced"):
+        evaluate(ds72, "ocs", w, routing="magic")
