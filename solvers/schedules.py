@@ -7,7 +7,8 @@ in :func:`best_schedule` before anything leaves this module.
 Constructions (fast, always available): ``ring`` (on a Hamiltonian cycle of the ranks when the wiring has
 one among them, else in rank order with forwarded hops), ``biring`` (chunks split over both directions of
 the ring), ``multiring`` (both directions of every edge-disjoint Hamiltonian cycle found), ``direct`` (one
-step, every transfer on a shortest path; all-to-all chunks spread over equal-length paths by load),
+step; all-to-all chunks spread over equal-length paths by load with rip-up-and-reroute, or beyond 64 ranks
+on paths drawn from the rounds of a multiplicative-weights balanced routing),
 ``trees`` (every chunk down its own shortest-path broadcast tree, parents chosen by load),
 ``double-tree`` (all-reduce on two complementary binary trees), ``recursive``
 (recursive doubling / halving for power-of-two groups), ``pairwise`` (all-to-all in n - 1
@@ -128,6 +129,37 @@ class Fabric:
             return [() for _ in range(cur.size)]
         H = np.stack(hops, axis=1)                     # pairs x hops, -1 after arrival
         return [tuple(int(x) for x in row[(row >= 0)][:-1]) for row in H]
+
+    def balanced_paths(self, src: np.ndarray, dst: np.ndarray, rounds: int = 30,
+                       seed: int = 0) -> list[tuple[int, ...]]:
+        """Paths from the multiplicative-weights routing of the (src, dst) demands, rounded: each demand
+        takes its path from a uniformly drawn round (seeded), so the paths average to the balanced
+        fractional routing (:func:`synth.routing.mwu_routing`)."""
+        from synth.network import Network
+        from synth.routing import mwu_routing
+        N = self.adjacency.shape[0]
+        iu, ju = np.nonzero(np.triu(self.adjacency, 1))
+        net = Network.from_pairs("w", N, N, np.stack([iu, ju], 1), self.adjacency[iu, ju] * self.port_bytes_per_s, 0)
+        dem = np.zeros((N, N))
+        np.add.at(dem, (src, dst), 1.0)
+        preds: list[np.ndarray] = []
+        mwu_routing(net, dem, rounds=rounds, time_limit_s=60.0, preds_out=preds)
+        P = np.stack(preds)
+        rc = np.random.default_rng(seed).integers(0, len(P), len(src))
+        s_arr, cur = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64).copy()
+        rev: list[np.ndarray] = []
+        alive = cur != s_arr
+        while alive.any():
+            step = np.full(cur.size, -1, dtype=np.int64)
+            prev = P[rc[alive], s_arr[alive], cur[alive]].astype(np.int64)
+            step[np.flatnonzero(alive)] = prev
+            rev.append(step)
+            cur[alive] = prev
+            alive = cur != s_arr
+        if not rev:
+            return [() for _ in range(len(src))]
+        H = np.stack(rev[::-1], axis=1)               # from the source side; -1 before the path starts
+        return [tuple(int(x) for x in row[row >= 0][1:]) for row in H]
 
     def time_us(self, s: Schedule) -> float:
         return schedule_time_us(s, self.adjacency, self.port_bytes_per_s, self.alpha_us, self.link_latency_us)
@@ -256,12 +288,12 @@ def direct(fab: Fabric, coll: Collective, chunks: int) -> Schedule:
     size = chunk_bytes(Schedule(coll, chunks, ()))
     if coll.kind == A2A:
         k = chunks // (n * n)
-        if n > 64:   # large groups: every chunk on a random shortest path (load-aware greedy is O(n^2 k) Python)
+        if n > 64:   # large groups: rounded balanced (MWU) routing (load-aware greedy is O(n^2 k) Python)
             s_idx, d_idx = np.nonzero(~np.eye(n, dtype=bool))
             s_rep, d_rep = np.repeat(s_idx, k), np.repeat(d_idx, k)
             j_rep = np.tile(np.arange(k), s_idx.size)
             r = np.asarray(ranks)
-            paths = fab.random_paths(r[s_rep], r[d_rep])
+            paths = fab.balanced_paths(r[s_rep], r[d_rep])
             step = [Transfer(int(r[a]), int(r[b]), int((a * n + b) * k + j), size, False, p)
                     for a, b, j, p in zip(s_rep.tolist(), d_rep.tolist(), j_rep.tolist(), paths)]
             return Schedule(coll, chunks, (tuple(step),), "direct")

@@ -35,7 +35,8 @@ def _path_loads(net: Network, pred: np.ndarray, s: np.ndarray, d: np.ndarray, am
 
 
 def mwu_routing(net: Network, demand: np.ndarray, rounds: int = 60, time_limit_s: float = 30.0,
-                eta: float = 1.0, progress: Callable[[str], None] | None = None) -> tuple[float, np.ndarray, int]:
+                eta: float = 1.0, progress: Callable[[str], None] | None = None,
+                lengths_out: list | None = None, preds_out: list | None = None) -> tuple[float, np.ndarray, int]:
     """(time, link loads in bytes, rounds run) of the averaged MWU routing of `demand`.
 
     >>> import numpy as np
@@ -64,6 +65,8 @@ def mwu_routing(net: Network, demand: np.ndarray, rounds: int = 60, time_limit_s
         pred = np.empty((net.nodes, net.nodes), dtype=np.int64)
         pred[srcs] = pred_rows
         loads = _path_loads(net, pred, s, d, amount, eid)
+        if preds_out is not None:   # every round's shortest-path trees: sampling one per demand rounds the average
+            preds_out.append(pred[:n, :n].astype(np.int16 if net.nodes < 2 ** 15 else np.int32))
         total += loads
         util = loads / cap
         avg_theta = float((total / run / cap).max())
@@ -75,4 +78,6 @@ def mwu_routing(net: Network, demand: np.ndarray, rounds: int = 60, time_limit_s
             progress(f"routing round {run}: {avg_theta:.4g} s")
         if time.perf_counter() - t0 > time_limit_s:
             break
+    if lengths_out is not None:   # the final congestion-aware link lengths, for callers that need paths
+        lengths_out.append(length)
     return best[0], best[1], run

@@ -215,3 +215,15 @@ def test_double_binary_tree_allreduce():
     assert check_schedule(s, f.adjacency).ok and len(s.steps) == 4     # depth 2 up, 2 down
     assert check_schedule(S.double_binary_tree(RING8, Collective("allreduce", tuple(range(8)), 8e6), 16),
                           RING8.adjacency).ok
+
+
+def test_balanced_paths_follow_circuits():
+    g = nx.random_regular_graph(4, 100, seed=4)
+    f = fab(g)
+    coll = Collective("alltoall", tuple(range(100)), 1e6)
+    s = S.direct(f, coll, 100 * 100)
+    assert check_schedule(s, f.adjacency).ok
+    src, dst = np.array([0, 1]), np.array([50, 99])
+    for (a, b), p in zip(zip(src, dst), f.balanced_paths(src, dst, rounds=5)):
+        hops = [a, *p, b]
+        assert all(f.adjacency[x, y] for x, y in zip(hops, hops[1:]))
