@@ -133,7 +133,7 @@ def _lp_relaxation(problem: WiringProblem, time_limit_s: float):
     c = np.zeros(nv)
     c[lam] = -1.0
     res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=np.zeros(K * n),
-                  bounds=np.stack([np.zeros(nv), ub], 1), method="highs", options={"time_limit": time_limit_s})
+                  bounds=np.stack([np.zeros(nv), ub], 1), method="highs-ipm", options={"time_limit": time_limit_s})
     if res.status != 0 or res.x[lam] <= 0:
         return None
     pairs = list(zip(i[pu].tolist(), j[pu].tolist()))

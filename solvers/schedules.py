@@ -81,21 +81,12 @@ class Fabric:
         return tuple(reversed(out))
 
     def paths(self, a: int, b: int, limit: int) -> list[tuple[int, ...]]:
-        """Up to `limit` distinct shortest paths a -> b (intermediates only), spread over the first hops, so
-        that chunks of one pair can take different routes (ECMP in the schedule)."""
-        if limit <= 1 or self.adjacency.shape[0] > 256:
+        """Up to `limit` distinct shortest paths a -> b (intermediates only), drawn hop by hop at random
+        (seeded by the pair) so that they spread over different first and last circuits."""
+        if limit <= 1:
             return [self.path(a, b)]
-        d = self.dist
-        out: list[tuple[int, ...]] = []
-        stack = [(a, ())]
-        while stack and len(out) < limit:
-            v, acc = stack.pop(0)
-            if v == b:
-                out.append(acc[:-1] if acc else ())
-                continue
-            for u in np.flatnonzero(self.adjacency[v] > 0):
-                if d[u, b] == d[v, b] - 1:
-                    stack.append((int(u), acc + (int(u),)))
+        draws = self.random_paths(np.full(4 * limit, a), np.full(4 * limit, b), seed=a * 7919 + b)
+        out = list(dict.fromkeys(draws))[:limit]
         return out or [self.path(a, b)]
 
     def random_paths(self, src: np.ndarray, dst: np.ndarray, seed: int = 0) -> list[tuple[int, ...]]:
@@ -592,7 +583,7 @@ def lower_bounds(fab: Fabric, coll: Collective, exact_cut_max: int = 64) -> Boun
         named["ingress_us"] = M / ingress * 1e6
         # every byte crosses at least dist(s, d) circuits; all circuits together move sum(adj) * B per second
         named["hops_us"] = per_pair * float(d.sum()) / (float(fab.adjacency.sum()) * fab.port_bytes_per_s) * 1e6
-        if fab.adjacency.shape[0] <= 48:
+        if fab.adjacency.shape[0] <= 48 or n * int((fab.adjacency > 0).sum()) <= 400_000:
             from synth.network import Network, optimal_routing
             iu, ju = np.nonzero(np.triu(fab.adjacency, 1))
             N = fab.adjacency.shape[0]
@@ -600,7 +591,10 @@ def lower_bounds(fab: Fabric, coll: Collective, exact_cut_max: int = 64) -> Boun
             dem = np.zeros((N, N))
             dem[np.ix_(ranks, ranks)] = per_pair
             dem[ranks, ranks] = 0
-            named["flow_lp_us"] = optimal_routing(net, dem)[0] * 1e6
+            try:   # a bound we cannot compute in time is left out, never fatal
+                named["flow_lp_us"] = optimal_routing(net, dem, time_limit_s=30.0)[0] * 1e6
+            except InvalidInput:
+                pass
         bw = max(v for k, v in named.items() if k.endswith("_us"))
     else:
         bw = 0.0
@@ -739,7 +733,10 @@ def candidates(fab: Fabric, coll: Collective, chunks: int) -> dict[str, Schedule
         builders["pairwise"] = pairwise
         builders["bruck"] = bruck
     for name, b in builders.items():
-        out[name] = b(fab, coll, chunks)
+        try:
+            out[name] = b(fab, coll, chunks)
+        except InvalidInput:     # not applicable to this group (e.g. its ranks' own circuits do not connect it)
+            continue
     return out
 
 
@@ -843,3 +840,32 @@ def milp_allgather(fab: Fabric, coll: Collective, chunks: int, steps: int, time_
         bound = float(db) if np.isfinite(db) else None
     sched = Schedule(coll, chunks, tuple(out), f"milp(steps={steps})")
     return sched, "OPTIMAL" if proven else "FEASIBLE", objective, bound
+
+
+def select_for_workload(wl, wiring, port_bytes_per_s: float, alpha_us: float, link_latency_us: float = 0.0,
+                        time_limit_s: float = 10.0, progress=None) -> list[tuple[Schedule, ...]]:
+    """The selected schedules of every distinct communication op of a decode step on a wiring: one per
+    group of the op (a group's forwarded hops pass through accelerators of its own), so each entry is a
+    tuple of schedules that run together. CP-SAT / MILP synthesis joins in for single-group ops of up to
+    16 ranks, constructions only otherwise. All-to-all-v ops get an all-to-all schedule of their mean
+    per-rank bytes; P2P and background ops keep the model's algorithm. Every schedule passed the checker in
+    :func:`best_schedule`."""
+    fab = Fabric(wiring.adjacency(), port_bytes_per_s, alpha_us, link_latency_us)
+    out: list[tuple[Schedule, ...]] = []
+    seen: set = set()
+    for op in wl.comm_ops():
+        if op.background or op.collective not in (AG, RS, AR, A2A, CollectiveKind.ALLTOALLV):
+            continue
+        kind = A2A if op.collective == CollectiveKind.ALLTOALLV else op.collective
+        key = (kind, op.group_size, op.groups.shape[0])
+        if key in seen:
+            continue
+        seen.add(key)
+        msg = float(op.pattern.sum()) / op.group_size if kind == A2A else op.message_bytes
+        if progress:
+            progress(f"schedules for {op.name} ({kind.value}, {op.groups.shape[0]} x {op.group_size} ranks)")
+        single = op.groups.shape[0] == 1
+        out.append(tuple(best_schedule(fab, Collective(kind, tuple(int(r) for r in g), msg),
+                                       synthesize=single and op.group_size <= 16,
+                                       time_limit_s=time_limit_s)["schedule"] for g in op.groups))
+    return out

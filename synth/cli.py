@@ -248,7 +248,7 @@ routing_option = click.option("--routing", type=click.Choice(["ecmp", "balanced"
 @routing_option
 @click.option("--schedule", "schedule_paths", multiple=True, type=click.Path(dir_okay=False, path_type=str),
               help="Schedule file(s) from `ocs-synth schedule`: ops of the same collective and group size run "
-                   "its steps and routes (repeatable).")
+                   "its steps and routes (repeatable); `auto` synthesizes and selects one per op on the wiring.")
 @click.option("--context", "context_tokens", type=click.IntRange(1), help="Context length in tokens.")
 @set_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
@@ -263,7 +263,10 @@ def evaluate(instance: str, fabric: str, wiring_path: str | None, fidelity: str,
     parse_fabric(fabric)
     inst = _load_instance_opts(instance, sets, context_tokens)
     scheds = []
+    auto = "auto" in schedule_paths
     for path in schedule_paths:
+        if path == "auto":
+            continue
         import json as _json
         from .formats import read_text
         from .schedule import schedule_from_dict
@@ -271,8 +274,17 @@ def evaluate(instance: str, fabric: str, wiring_path: str | None, fidelity: str,
             scheds.append(schedule_from_dict(_json.loads(read_text(path)), source=path))
         except _json.JSONDecodeError as exc:
             raise InvalidInput(f"malformed JSON: {exc.msg} at line {exc.lineno}", source=path) from None
-    ev = run(inst, fabric, _wiring_for(inst, fabric, wiring_path, {}), fidelity, seed=inst.workload.seed,
-             schedules=tuple(scheds), routing=routing)
+    wiring_obj = _wiring_for(inst, fabric, wiring_path, {})
+    if auto:
+        if wiring_obj is None:
+            raise InvalidInput("--schedule auto needs an ocs or hybrid fabric (schedules run on circuits)",
+                               field="--schedule")
+        from solvers.schedules import select_for_workload
+        from .workload import build_workload
+        scheds += select_for_workload(build_workload(inst), wiring_obj, inst.hardware.port_bytes_per_s,
+                                      inst.hardware.step_latency_us, inst.hardware.link_latency_us,
+                                      progress=None if as_json else (lambda m: click.echo(m, err=True)))
+    ev = run(inst, fabric, wiring_obj, fidelity, seed=inst.workload.seed, schedules=tuple(scheds), routing=routing)
     if as_json:
         echo_json(ev.to_dict())
         return

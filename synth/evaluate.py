@@ -85,6 +85,10 @@ class Evaluation:
         return d
 
 
+def op_alpha(net: Network) -> float:
+    return float(net.meta.get("alpha_us", 0.0))
+
+
 def _scatter(net: Network, groups: np.ndarray, pattern: np.ndarray) -> np.ndarray:
     dem = np.zeros((net.accelerators, net.accelerators))
     dem[groups[:, :, None], groups[:, None, :]] += pattern
@@ -160,37 +164,45 @@ def time_collective(net: Network, op: CommOp, alpha_us: float, fidelity: str = "
     return best
 
 
-def time_with_schedule(net: Network, op: CommOp, schedule, alpha_us: float) -> OpTiming | None:
-    """Time of `op` when it runs a given schedule (its steps and routes, bytes scaled to the op's message):
-    per step alpha + the longest route's latency + the busiest link's bytes / capacity, all of the op's
-    groups at once (each group runs the schedule on its own ranks; routes through accelerators outside the
-    schedule's ranks are kept as they are). None when the schedule does not fit the op."""
-    coll = schedule.collective
+def time_with_schedule(net: Network, op: CommOp, schedules) -> OpTiming | None:
+    """Time of `op` when its groups run the given schedules together: one schedule (used by every group,
+    ranks remapped, forwarded hops kept) or one per group; bytes scaled to the op's message. Per step:
+    alpha + the longest route's latency + the busiest link's bytes (all groups) / capacity. None when the
+    schedules do not fit the op."""
+    from .model import Schedule as _S
+    scheds = (schedules,) if isinstance(schedules, _S) else tuple(schedules)
     a2a = (CollectiveKind.ALLTOALL, CollectiveKind.ALLTOALLV)
-    same = coll.kind == op.collective or (coll.kind in a2a and op.collective in a2a)
-    if not same or len(coll.ranks) != op.group_size:
+    if len(scheds) not in (1, op.groups.shape[0]):
         return None
-    # all-to-all(v): scale by what a rank sends on average; else by the message size
+    for sc in scheds:
+        same = sc.collective.kind == op.collective or (sc.collective.kind in a2a and op.collective in a2a)
+        if not same or len(sc.collective.ranks) != op.group_size:
+            return None
     msg = float(op.pattern.sum()) / op.group_size if op.collective in a2a else op.message_bytes
-    scale = msg / coll.bytes_
     eid = {(int(a), int(b)): e for e, (a, b) in enumerate(zip(net.src, net.dst))}
     lat = net.latency_us
+    runs = [(g, scheds[i if len(scheds) > 1 else 0]) for i, g in enumerate(op.groups)]
+    steps = max(len(sc.steps) for _, sc in runs)
     total, loads = 0.0, np.zeros(net.links)
-    for step in schedule.steps:
+    for si in range(steps):
         step_load = np.zeros(net.links)
         longest = 0.0
-        for g in op.groups:
-            remap = dict(zip(coll.ranks, g.tolist()))
-            for t in step:
+        for g, sc in runs:
+            if si >= len(sc.steps):
+                continue
+            scale = msg / sc.collective.bytes_
+            remap = dict(zip(sc.collective.ranks, g.tolist()))
+            for t in sc.steps[si]:
                 hops = [remap.get(x, x) for x in (t.src, *t.path, t.dst)]
                 ids = [eid.get((a, b)) for a, b in zip(hops, hops[1:])]
                 if any(e is None for e in ids):
                     return None
                 step_load[ids] += t.bytes_ * scale
                 longest = max(longest, float(lat[ids].sum()))
-        total += alpha_us + longest + float((step_load / net.capacity_bps).max()) * 1e6
+        total += op_alpha(net) + longest + float((step_load / net.capacity_bps).max()) * 1e6
         loads += step_load
-    return OpTiming(op.name, op.kind, f"schedule:{schedule.algorithm}", total, op.count, loads)
+    name = scheds[0].algorithm if len({sc.algorithm for sc in scheds}) == 1 else "mixed"
+    return OpTiming(op.name, op.kind, f"schedule:{name}", total, op.count, loads)
 
 
 def evaluate_workload(wl: Workload, fabric: FabricChoice | str, wiring: Wiring | None = None,
@@ -208,6 +220,7 @@ def evaluate_workload(wl: Workload, fabric: FabricChoice | str, wiring: Wiring |
     net, inv = build_network(inst, fab, wiring)
     net.check_connected(wl.traffic.bytes_)
     alpha = inst.hardware.step_latency_us
+    net.meta["alpha_us"] = alpha
     timing: dict[str, OpTiming] = {}
     for op in wl.comm_ops():
         if progress:
@@ -218,8 +231,8 @@ def evaluate_workload(wl: Workload, fabric: FabricChoice | str, wiring: Wiring |
         direct_net = fab.kind in ("ocs", "hybrid")
         timing[op.name] = time_collective(net, op, alpha, fidelity, seed=seed,
                                           routing=routing if direct_net else "ecmp")
-        for sch in schedules:   # a given schedule replaces the model's choice where it fits the op
-            given = time_with_schedule(net, op, sch, alpha)
+        for sch in schedules:   # given schedules replace the model's choice where they fit the op
+            given = time_with_schedule(net, op, sch)
             if given is not None:
                 timing[op.name] = given
                 break

@@ -352,7 +352,7 @@ def optimal_routing(net: Network, demand: np.ndarray, time_limit_s: float = 60.0
     c = np.zeros(nv)
     c[-1] = 1.0
     res = linprog(c, A_ub=A_ub, b_ub=np.zeros(E), A_eq=A_eq, b_eq=b_eq, bounds=np.stack([np.zeros(nv), ub], 1),
-                  method="highs", options={"time_limit": time_limit_s})
+                  method="highs-ipm", options={"time_limit": time_limit_s})
     if res.status != 0:
         raise InvalidInput(f"routing LP stopped: {res.message}", field="routing")
     f = res.x[:-1].reshape(K, E)

@@ -266,3 +266,18 @@ def test_balanced_routing_never_slower_than_ecmp(ds72):
     assert bal.comm_time_us <= ecmp.comm_time_us * (1 + 1e-9)
     with pytest.raises(InvalidInput, match="must be ecmp or balanced"):
         evaluate(ds72, "ocs", w, routing="magic")
+
+
+def test_evaluate_with_selected_schedules(tmp_path):
+    from synth.formats import save_wiring
+    inst = synth.load_instance("instances/decode/qwen3-235b-64.toml")
+    w = expander(inst.ocs_layout(), seed=0)
+    wp = str(tmp_path / "w.json")
+    save_wiring(w, wp)
+    code, out, _ = run("evaluate", "instances/decode/qwen3-235b-64.toml", "--fabric", "ocs", "--wiring", wp,
+                       "--schedule", "auto", "--json")
+    ops = {o["name"]: o for o in json.loads(out)["ops"]}
+    assert code == 0 and ops["ep_dispatch"]["algorithm"].startswith("schedule:")
+    assert ops["tp_reducescatter"]["algorithm"].startswith("schedule:")
+    code, _, err = run("evaluate", "instances/decode/qwen3-235b-64.toml", "--fabric", "eps:4", "--schedule", "auto")
+    assert code == 2 and "needs an ocs or hybrid fabric" in err
