@@ -9,7 +9,9 @@ no printing (progress goes through ``SolveParams.progress``).
   coloured onto the switches, then improved by local search (up to 40 accelerators, else it starts from the
   expander);
 - ``search``: the best baseline as a start, degree-preserving local search inside switch planes
-  (:mod:`solvers.local_search`), scored with balanced multi-path routing;
+  (:mod:`solvers.local_search`: on dense wirings, where two hops reach most pairs, it maximizes
+  demand-weighted two-hop coverage with an O(N) incremental update per move, then refines the hop
+  objective by BFS), scored with balanced multi-path routing;
 - ``expander``, ``torus``, ``topoopt``, ``greedy``: the baselines (:mod:`solvers.baselines`);
 - ``auto``: ``milp`` up to 16 accelerators (with the best heuristic as a fallback), else ``search``.
 
@@ -123,12 +125,20 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
             extra: dict | None = None, start_score: tuple[float, str] | None = None) -> SolveResult:
     """Local search from `start`; the answer is the better of the improved wiring and the start under the
     final objective (hop count is only the search's proxy), so it is never worse than its start."""
-    from .local_search import improve_hops
+    from .local_search import improve_hops, improve_two_hop
     budget = max(1.0, params.time_limit_s - (time.perf_counter() - t0))
     limit = Limit.NONE
+    p, n = int(problem.layout.capacity.sum(axis=1).max()), problem.accelerators
+    dense = p + p * (p - 1) >= (n - 1) / 2      # two hops can reach most pairs: optimize that, incrementally
     try:
-        share = 0.5 if problem.accelerators > 256 else 0.7   # the rest scores the routing (MWU)
-        w, _, tried, kept = improve_hops(start, problem.traffic.bytes_, budget * share, params.seed, params.progress)
+        share = 0.5 if n > 256 else 0.7   # the rest scores the routing (MWU)
+        t = problem.traffic.bytes_
+        if dense:
+            w, tried, kept = improve_two_hop(start, t, budget * share * 0.8, params.seed, params.progress)
+            w, _, tried2, kept2 = improve_hops(w, t, budget * share * 0.2, params.seed, params.progress)
+            tried, kept = tried + tried2, kept + kept2
+        else:
+            w, _, tried, kept = improve_hops(start, t, budget * share, params.seed, params.progress)
         limit = Limit.TIME
     except KeyboardInterrupt:
         w, tried, kept, limit = start, 0, 0, Limit.INTERRUPT

@@ -197,3 +197,26 @@ def test_interrupted_exact_solve_returns_an_incumbent(monkeypatch):
     res = wire(problem(ring_demand(8), 2), "milp", SolveParams(time_limit_s=5))
     assert res.status == SolveStatus.FEASIBLE and res.limit.value == "interrupt"
     assert res.artifact is not None and not wiring_violations(res.artifact)
+
+
+def test_two_hop_coverage_is_updated_exactly():
+    from solvers.local_search import TwoHopCoverage, improve_two_hop
+    from solvers.baselines import expander
+    rng = np.random.default_rng(0)
+    w = expander(OCSLayout.uniform(20, 4), seed=2)
+    wt = rng.random((20, 20))
+    cov = TwoHopCoverage(w.adjacency(), wt + wt.T)
+    arr = w.circuit_array
+    for _ in range(100):
+        idx = np.flatnonzero(arr[:, 0] == rng.integers(4))
+        e1, e2 = rng.choice(idx, 2, replace=False)
+        u, x, v, y = arr[e1, 1], arr[e1, 3], arr[e2, 1], arr[e2, 3]
+        if len({u, x, v, y}) < 4:
+            continue
+        d = cov.swap_delta(u, x, v, y)
+        assert (cov.C == cov.A @ cov.A).all()
+        assert cov.score == pytest.approx(float((cov.W * cov._covered_all()).sum()))
+        cov.undo(u, x, v, y, d)
+    better, tried, kept = improve_two_hop(w, wt, time_limit_s=0.5, seed=1)
+    assert not wiring_violations(better) and tried > 0
+    assert (better.degree() == w.degree()).all()
