@@ -135,8 +135,8 @@ def _finish(problem: WiringProblem, solver: str, version: str, params: SolvePara
         gap = 0.0 if not objective else max(0.0, (objective - bound) / objective)
         wiring = wiring.with_meta(solve={**solve, "gap": gap, "wall_s": round(wall, 3), **extra},
                                   instance=problem.instance)
-    return SolveResult(status, objective, bound if wiring is not None or status == SolveStatus.INFEASIBLE else bound,
-                       wall, solver, version, params.seed, limit, wiring, extra={"bounds": named, **extra})
+    return SolveResult(status, objective, bound, wall, solver, version, params.seed, limit, wiring,
+                       extra={"bounds": named, **extra})
 
 
 def _incident(ix: _Index) -> dict[int, list[tuple[int, int]]]:

@@ -225,7 +225,6 @@ def _ring_steps(fab: Fabric, order: list[int], kind: CollectiveKind, k: int, siz
                 direction: int = 1, chunk_offset: int = 0, chunk_stride: int = 1) -> list[list[Transfer]]:
     """Ring reduce-scatter / all-gather steps along `order` (chunk ids: piece * k + j, mapped by stride)."""
     n = len(order)
-    pos = {a: i for i, a in enumerate(order)}
     steps: list[list[Transfer]] = []
 
     def cid(piece_rank: int, j: int) -> int:
@@ -247,7 +246,6 @@ def _ring_steps(fab: Fabric, order: list[int], kind: CollectiveKind, k: int, siz
                 nxt = order[(i + direction) % n]
                 step += [_t(fab, a, nxt, cid(piece_rank, j), size) for j in range(k)]
             steps.append(step)
-    del pos
     return steps
 
 
@@ -520,7 +518,6 @@ def min_cut_ratio(fab: Fabric, ranks: tuple[int, ...], tol: float = 1e-6) -> flo
     import networkx as nx
     adj = fab.adjacency
     n = len(ranks)
-    N = adj.shape[0]
     i_idx, j_idx = np.nonzero(adj)
     base = nx.DiGraph()
     for a, b in zip(i_idx.tolist(), j_idx.tolist()):
@@ -547,7 +544,6 @@ def min_cut_ratio(fab: Fabric, ranks: tuple[int, ...], tol: float = 1e-6) -> flo
             hi = mid
         if hi - lo <= tol * hi:
             break
-    del N
     return lo
 
 

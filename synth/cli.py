@@ -218,18 +218,15 @@ def _wiring_for(inst, fabric: str, wiring_path: str | None, cache: dict):
 def default_wiring(inst, ocs_ports: int | None = None):
     """Default wiring when none is given: the random expander baseline (one random perfect matching per
     OCS switch, seeded by workload.seed), on the first `ocs_ports` ports for a hybrid fabric."""
-    import numpy as np
     from solvers.baselines import expander
-    from .model import OCSLayout, Wiring
+    from .model import OCSLayout
     lay = inst.ocs_layout()
     if ocs_ports is not None:
         sop = lay.switch_of_port.copy()
         sop[:, ocs_ports:] = -1
         lay = OCSLayout(sop, lay.switch_radix)
-    w = expander(lay, seed=inst.workload.seed)
-    return Wiring(w.accelerators, w.ports_per_accelerator, w.circuits, inst.ocs_layout() if ocs_ports is None
-                  else lay, solve={"solver": "expander (default)", "seed": inst.workload.seed},
-                  instance=inst.summary()) if np is not None else w
+    return expander(lay, seed=inst.workload.seed).with_meta(
+        solve={"solver": "expander (default)", "seed": inst.workload.seed}, instance=inst.summary())
 
 
 fidelity_option = click.option("--fidelity", type=click.Choice(["analytical", "flow"]), default="analytical",
