@@ -179,6 +179,18 @@ def _topology_rows(problem: WiringProblem, ix: _Index, per_switch: bool):
             yield [(k, 1) for k in by_s.get(s, [])] + [(k, -1) for k in by_s.get(s + 1, [])], ">=", 0
 
 
+def _flow_keys(problem: WiringProblem, ix: _Index):
+    """Flow variables (source k, arc a -> b) of both models (direct policy: only arcs leaving k), and for
+    each (k, node) the keys leaving and entering it."""
+    keys = [(int(k), a, b) for k in ix.srcs for (a, b) in ix.arcs if problem.policy != "direct" or a == k]
+    out: dict[tuple[int, int], list] = {}
+    inn: dict[tuple[int, int], list] = {}
+    for key in keys:
+        out.setdefault((key[0], key[1]), []).append(key)
+        inn.setdefault((key[0], key[2]), []).append(key)
+    return keys, out, inn
+
+
 def _counts(problem: WiringProblem, ix: _Index, values: dict, per_switch: bool):
     """Per-switch circuit counts: read from y, or by colouring the pair counts x onto the switches
     (None when they do not fit)."""
@@ -241,18 +253,11 @@ def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool) -
         expr = pulp.lpSum(c * y[k] for k, c in terms)
         prob += (expr <= rhs) if sense == "<=" else (expr >= rhs)
     x = {p: pulp.lpSum(y[(s, *p)] for s, _ in ix.on[p]) for p in ix.pairs} if per_switch else y
-    f = {}
-    for k in ix.srcs:
-        for (a, b) in ix.arcs:
-            if problem.policy == "direct" and a != k:
-                continue
-            f[(k, a, b)] = prob.add_variable(f"f_{k}_{a}_{b}", 0)
+    keys, out_k, inn_k = _flow_keys(problem, ix)
+    f = {key: prob.add_variable("f_%d_%d_%d" % key, 0) for key in keys}
     lam = prob.add_variable("lam", 0) if problem.objective == "time" else None
-    out: dict[tuple[int, int], list] = {}
-    inn: dict[tuple[int, int], list] = {}
-    for (k, a, b), v in f.items():
-        out.setdefault((k, a), []).append(v)
-        inn.setdefault((k, b), []).append(v)
+    out = {kv: [f[key] for key in ks] for kv, ks in out_k.items()}
+    inn = {kv: [f[key] for key in ks] for kv, ks in inn_k.items()}
     for k in ix.srcs:
         for v_ in range(ix.n):
             if problem.policy == "direct" and v_ != k and D[k, v_] == 0:
@@ -365,17 +370,10 @@ def _solve_cpsat(problem: WiringProblem, params: SolveParams, per_switch: bool) 
         m.Add(x[p] == (sum(y[(s, *p)] for s, _ in ix.on[p]) if per_switch else y[p]))
     total = int(D.sum())
     exact_units_ok = bool(np.allclose(D * unit, problem.traffic.bytes_))
-    f = {}
-    for k in ix.srcs:
-        for (a, b) in ix.arcs:
-            if problem.policy == "direct" and a != k:
-                continue
-            f[(k, a, b)] = m.NewIntVar(0, int(D[k].sum()), f"f_{k}_{a}_{b}")
-    out: dict[tuple[int, int], list] = {}
-    inn: dict[tuple[int, int], list] = {}
-    for (k, a, b), v in f.items():
-        out.setdefault((k, a), []).append(v)
-        inn.setdefault((k, b), []).append(v)
+    keys, out_k, inn_k = _flow_keys(problem, ix)
+    f = {key: m.NewIntVar(0, int(D[key[0]].sum()), "f_%d_%d_%d" % key) for key in keys}
+    out = {kv: [f[key] for key in ks] for kv, ks in out_k.items()}
+    inn = {kv: [f[key] for key in ks] for kv, ks in inn_k.items()}
     for k in ix.srcs:
         for v_ in range(ix.n):
             rhs = int(D[k].sum()) if v_ == k else -int(D[k, v_])
