@@ -178,10 +178,15 @@ def bench_schedule(names: list[str] | None = None, bytes_: float = 64e6, port_gb
                    alpha_us: float = 0.6, time_limit_s: float = 30.0, progress=None) -> list[dict[str, Any]]:
     """Best schedule per (topology, collective): algorithm, steps, time, lower bound, gap, wall time."""
     from solvers import schedules as S
+    from .errors import InvalidInput
     from .model import Collective
     from .schedule import check_schedule
+    tops = classic_topologies()
+    unknown = [x for x in names or [] if x not in tops]
+    if unknown:
+        raise InvalidInput(f"unknown topology {unknown[0]!r}; valid: {', '.join(tops)}", field="--topology")
     rows = []
-    for name, adj in classic_topologies().items():
+    for name, adj in tops.items():
         if names and name not in names:
             continue
         f = S.Fabric(adj, port_gbps * 1e9 / 8, alpha_us)

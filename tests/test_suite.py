@@ -49,3 +49,10 @@ def test_bad_suite_file(tmp_path):
     p.write_text("[[case]\n")
     r = CliRunner().invoke(main, ["bench", "wire", "--suite", str(p)])
     assert r.exit_code == 2 and "malformed TOML" in r.stderr
+
+
+def test_bench_schedule_rejects_unknown_topology():
+    from click.testing import CliRunner
+    from synth.cli import main
+    r = CliRunner().invoke(main, ["bench", "schedule", "--topology", "torus-3x3"])
+    assert r.exit_code == 2 and "unknown topology 'torus-3x3'" in r.stderr and r.stderr.count("\n") == 1
