@@ -89,52 +89,41 @@ class Fabric:
         out = list(dict.fromkeys(draws))[:limit]
         return out or [self.path(a, b)]
 
+    def network(self):
+        """The fabric as a :class:`synth.network.Network` (one directed link per circuit pair), cached."""
+        if getattr(self, "_net", None) is None:
+            from synth.network import Network
+            N = self.adjacency.shape[0]
+            iu, ju = np.nonzero(np.triu(self.adjacency, 1))
+            object.__setattr__(self, "_net", Network.from_pairs(
+                "fabric", N, N, np.stack([iu, ju], 1), self.adjacency[iu, ju] * self.port_bytes_per_s, 0))
+        return self._net  # type: ignore[attr-defined]
+
     def random_paths(self, src: np.ndarray, dst: np.ndarray, seed: int = 0) -> list[tuple[int, ...]]:
         """For each (src[i], dst[i]): a shortest path whose every hop is drawn uniformly among the next hops
-        that get closer (seeded), vectorized over all pairs; intermediates only."""
-        rng = np.random.default_rng(seed)
-        A = self.adjacency > 0
-        deg = A.sum(axis=1)
-        nbr = np.full((A.shape[0], int(deg.max())), -1, dtype=np.int64)
-        r, c = np.nonzero(A)
-        pos = np.arange(r.size) - np.searchsorted(r, r)
-        nbr[r, pos] = c
-        d = self.dist
-        cur = np.asarray(src, dtype=np.int64).copy()
-        dst = np.asarray(dst, dtype=np.int64)
-        hops: list[np.ndarray] = []
-        alive = cur != dst
-        while alive.any():
-            cu, de = cur[alive], dst[alive]
-            cand = nbr[cu]
-            ok = (cand >= 0) & (d[np.maximum(cand, 0), de[:, None]] == d[cu, de][:, None] - 1)
-            pick = np.floor(rng.random(cu.size) * ok.sum(axis=1)).astype(np.int64)
-            col = np.argmax(np.cumsum(ok, axis=1) > pick[:, None], axis=1)
-            nxt = cand[np.arange(cu.size), col]
-            step = np.full(cur.size, -1, dtype=np.int64)
-            step[np.flatnonzero(alive)] = nxt
-            hops.append(step)
-            cur[alive] = nxt
-            alive = cur != dst
-        if not hops:
-            return [() for _ in range(cur.size)]
-        H = np.stack(hops, axis=1)                     # pairs x hops, -1 after arrival
-        return [tuple(int(x) for x in row[(row >= 0)][:-1]) for row in H]
+        that get closer (seeded), vectorized over all pairs (:func:`synth.network.random_shortest_walk`);
+        intermediates only."""
+        from synth.network import padded_neighbours, random_shortest_walk
+        r, c = np.nonzero(self.adjacency > 0)
+        nbr, _ = padded_neighbours(self.adjacency.shape[0], r, c)
+        src = np.asarray(src, dtype=np.int64)
+        inter: list[list[int]] = [[] for _ in range(src.size)]
+        for ix, cu, col in random_shortest_walk(nbr, self.dist, src, dst, np.random.default_rng(seed)):
+            for i, v in zip(ix.tolist(), nbr[cu, col].tolist()):
+                inter[i].append(v)
+        return [tuple(p[:-1]) for p in inter]
 
     def balanced_paths(self, src: np.ndarray, dst: np.ndarray, rounds: int = 30,
                        seed: int = 0) -> list[tuple[int, ...]]:
         """Paths from the multiplicative-weights routing of the (src, dst) demands, rounded: each demand
         takes its path from a uniformly drawn round (seeded), so the paths average to the balanced
         fractional routing (:func:`synth.routing.mwu_routing`)."""
-        from synth.network import Network
         from synth.routing import mwu_routing
         N = self.adjacency.shape[0]
-        iu, ju = np.nonzero(np.triu(self.adjacency, 1))
-        net = Network.from_pairs("w", N, N, np.stack([iu, ju], 1), self.adjacency[iu, ju] * self.port_bytes_per_s, 0)
         dem = np.zeros((N, N))
         np.add.at(dem, (src, dst), 1.0)
         preds: list[np.ndarray] = []
-        mwu_routing(net, dem, rounds=rounds, time_limit_s=60.0, preds_out=preds)
+        mwu_routing(self.network(), dem, rounds=rounds, time_limit_s=60.0, preds_out=preds)
         P = np.stack(preds)
         rc = np.random.default_rng(seed).integers(0, len(P), len(src))
         s_arr, cur = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64).copy()
@@ -580,10 +569,9 @@ def lower_bounds(fab: Fabric, coll: Collective, exact_cut_max: int = 64) -> Boun
         # every byte crosses at least dist(s, d) circuits; all circuits together move sum(adj) * B per second
         named["hops_us"] = per_pair * float(d.sum()) / (float(fab.adjacency.sum()) * fab.port_bytes_per_s) * 1e6
         if fab.adjacency.shape[0] <= 48 or n * int((fab.adjacency > 0).sum()) <= 400_000:
-            from synth.network import Network, optimal_routing
-            iu, ju = np.nonzero(np.triu(fab.adjacency, 1))
+            from synth.network import optimal_routing
+            net = fab.network()
             N = fab.adjacency.shape[0]
-            net = Network.from_pairs("w", N, N, np.stack([iu, ju], 1), fab.adjacency[iu, ju] * fab.port_bytes_per_s, 0)
             dem = np.zeros((N, N))
             dem[np.ix_(ranks, ranks)] = per_pair
             dem[ranks, ranks] = 0

@@ -166,15 +166,9 @@ def verify(wiring: str, instance_path: str | None, schedule_path: str | None, as
     w = load_wiring(wiring)
     bad = wiring_violations(w, inst)
     if schedule_path:
-        import json as _json
-        from .formats import read_text
-        from .schedule import check_schedule, schedule_from_dict
+        from .schedule import check_schedule, load_schedule
         from .verify import Violation
-        try:
-            doc = _json.loads(read_text(schedule_path))
-        except _json.JSONDecodeError as exc:
-            raise InvalidInput(f"malformed JSON: {exc.msg} at line {exc.lineno}", source=schedule_path) from None
-        chk = check_schedule(schedule_from_dict(doc, source=schedule_path), w.adjacency())
+        chk = check_schedule(load_schedule(schedule_path), w.adjacency())
         bad += [Violation("schedule", f"{schedule_path}: {v}") for v in chk.violations[:1]]
     result = {"wiring": wiring, "valid": not bad, "accelerators": w.accelerators,
               "ports_per_accelerator": w.ports_per_accelerator, "circuits": len(w.circuits),
@@ -264,13 +258,8 @@ def evaluate(instance: str, fabric: str, wiring_path: str | None, fidelity: str,
     for path in schedule_paths:
         if path == "auto":
             continue
-        import json as _json
-        from .formats import read_text
-        from .schedule import schedule_from_dict
-        try:
-            scheds.append(schedule_from_dict(_json.loads(read_text(path)), source=path))
-        except _json.JSONDecodeError as exc:
-            raise InvalidInput(f"malformed JSON: {exc.msg} at line {exc.lineno}", source=path) from None
+        from .schedule import load_schedule
+        scheds.append(load_schedule(path))
     wiring_obj = _wiring_for(inst, fabric, wiring_path, {})
     if auto:
         if wiring_obj is None:

@@ -290,14 +290,18 @@ def wiring_from_dict(doc: Any, *, source: str = "<wiring>") -> Wiring:
         raise exc.located(source) from None
 
 
-def load_wiring(path: str | os.PathLike) -> Wiring:
+def read_json(path: str | os.PathLike) -> Any:
+    """A JSON document; malformed JSON is an InvalidInput naming the file, line and column."""
     source = os.fspath(path)
     try:
-        doc = json.loads(read_text(source))
+        return json.loads(read_text(source))
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
                            source=source) from None
-    return wiring_from_dict(doc, source=source)
+
+
+def load_wiring(path: str | os.PathLike) -> Wiring:
+    return wiring_from_dict(read_json(path), source=os.fspath(path))
 
 
 def save_wiring(w: Wiring, path: str | os.PathLike) -> str:

@@ -162,6 +162,47 @@ def ecmp_loads(net: Network, demand: np.ndarray) -> np.ndarray:
     return loads
 
 
+def padded_neighbours(nodes: int, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(nbr, eid): nbr[v, i] the i-th out-neighbour of v and eid[v, i] that link's index in (src, dst);
+    -1 where v has fewer links."""
+    deg = np.bincount(src, minlength=nodes)
+    order = np.argsort(src, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(deg)])
+    nbr = np.full((nodes, max(1, int(deg.max()) if deg.size else 1)), -1, dtype=np.int64)
+    eid = np.full(nbr.shape, -1, dtype=np.int64)
+    pos = np.arange(len(src)) - starts[src[order]]
+    nbr[src[order], pos] = dst[order]
+    eid[src[order], pos] = order
+    return nbr, eid
+
+
+def random_shortest_walk(nbr: np.ndarray, dist: np.ndarray, src: np.ndarray, dst: np.ndarray,
+                         rng: np.random.Generator, forwards: np.ndarray | None = None, chunk: int = 50_000):
+    """Walk every (src[i], dst[i]) along a shortest path, each hop drawn uniformly among the neighbours one
+    step closer to dst (and, with `forwards`, able to forward unless it is dst), vectorized over all walks.
+    Yields (walk indices, current nodes, chosen neighbour columns) once per hop."""
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    for c0 in range(0, src.size, chunk):
+        cur = src[c0:c0 + chunk].copy()
+        dd = dst[c0:c0 + chunk]
+        idx = np.arange(c0, c0 + cur.size)
+        alive = cur != dd
+        while alive.any():
+            cu, de, ix = cur[alive], dd[alive], idx[alive]
+            cand = nbr[cu]
+            ok = cand >= 0
+            safe = np.where(ok, cand, 0)
+            ok &= dist[safe, de[:, None]] == dist[cu, de][:, None] - 1
+            if forwards is not None:
+                ok &= forwards[safe] | (cand == de[:, None])
+            pick = np.floor(rng.random(cu.size) * ok.sum(axis=1)).astype(np.int64)
+            col = np.argmax(np.cumsum(ok, axis=1) > pick[:, None], axis=1)
+            yield ix, cu, col
+            cur[alive] = nbr[cu, col]
+            alive = cur != dd
+
+
 def sample_paths(net: Network, s: np.ndarray, d: np.ndarray, paths_per_flow: int = 1, seed: int = 0,
                  chunk: int = 50_000) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
     """Route flow i (s[i] -> d[i]) on `paths_per_flow` shortest paths, each chosen hop by hop uniformly
@@ -174,45 +215,18 @@ def sample_paths(net: Network, s: np.ndarray, d: np.ndarray, paths_per_flow: int
     dm = np.zeros((net.accelerators, net.accelerators))
     dm[s, d] = 1.0
     net.check_connected(dm)
-    deg = np.bincount(net.src, minlength=net.nodes)
-    maxdeg = int(deg.max())
-    order = np.argsort(net.src, kind="stable")
-    starts = np.concatenate([[0], np.cumsum(deg)])
-    nbr = np.full((net.nodes, maxdeg), -1, dtype=np.int64)
-    eid = np.full((net.nodes, maxdeg), -1, dtype=np.int64)
-    pos = np.arange(net.links) - starts[net.src[order]]
-    nbr[net.src[order], pos] = net.dst[order]
-    eid[net.src[order], pos] = order
-    rng = np.random.default_rng(seed)
+    nbr, eid = padded_neighbours(net.nodes, net.src, net.dst)
     flow_of = np.repeat(np.arange(s.size), paths_per_flow)
     S, Dn = s[flow_of], d[flow_of]
     rows, cols = [], []
-    hops = net.dist[S, Dn].astype(np.int64)
-    fw = net.forwards
-    for c0 in range(0, S.size, chunk):
-        cur = S[c0:c0 + chunk].copy()
-        dd = Dn[c0:c0 + chunk]
-        idx = np.arange(c0, c0 + cur.size)
-        alive = cur != dd
-        while alive.any():
-            cu, de, ix = cur[alive], dd[alive], idx[alive]
-            cand = nbr[cu]                                        # f x maxdeg
-            ok = cand >= 0
-            cd = np.where(ok, net.dist[np.where(ok, cand, 0), de[:, None]], UNREACHABLE)
-            ok &= (cd == net.dist[cu, de][:, None] - 1) & (fw[np.where(ok, cand, 0)] | (cand == de[:, None]))
-            cnt = ok.sum(axis=1)
-            pick = np.floor(rng.random(cu.size) * cnt).astype(np.int64)
-            col = np.argmax(np.cumsum(ok, axis=1) > pick[:, None], axis=1)
-            e = eid[cu, col]
-            rows.append(ix)
-            cols.append(e)
-            nxt = nbr[cu, col]
-            cur[alive] = nxt
-            alive = cur != dd
-    r = np.concatenate(rows)
-    c = np.concatenate(cols)
+    for ix, cu, col in random_shortest_walk(nbr, net.dist, S, Dn, np.random.default_rng(seed), net.forwards,
+                                            chunk):
+        rows.append(ix)
+        cols.append(eid[cu, col])
+    r = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+    c = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64)
     inc = sp.csr_matrix((np.ones(r.size), (r, c)), shape=(S.size, net.links))
-    return inc, flow_of, hops
+    return inc, flow_of, net.dist[S, Dn].astype(np.int64)
 
 
 def _gather_rows(m: sp.csr_matrix, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

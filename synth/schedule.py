@@ -225,3 +225,10 @@ def schedule_from_dict(doc: Any, *, source: str = "<schedule>") -> Schedule:
         raise InvalidInput(f"malformed schedule: {exc}", source=source) from None
     except InvalidInput as exc:
         raise exc.located(source) from None
+
+
+def load_schedule(path) -> Schedule:
+    """Read a schedule file; errors name the file and the field."""
+    import os
+    from .formats import read_json
+    return schedule_from_dict(read_json(path), source=os.fspath(path))

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from .errors import InvalidInstance
+from .collectives import _shift, _uniform
 from .instance import Instance
 from .model import CollectiveKind, TrafficMatrix
 
@@ -198,20 +199,12 @@ def _roofline(inst: Instance, name: str, flops: float, hbm_bytes: float, dtype_b
     return ComputeOp(name, flops, hbm_bytes, dtype_bytes, max(t_math, t_mem), count)
 
 
-def _uniform_pattern(n: int, per_pair: float) -> np.ndarray:
-    pat = np.full((n, n), per_pair)
-    np.fill_diagonal(pat, 0.0)
-    return pat
-
-
 def _allreduce_pattern(n: int, message: float, algorithm: str) -> np.ndarray:
     """Demand of an all-reduce of `message` bytes per rank: 2(n-1)/n * message sent by each rank, to
     every other rank (direct reduce-scatter + all-gather) or to the ring successor."""
     if algorithm == "ring":
-        pat = np.zeros((n, n))
-        pat[np.arange(n), (np.arange(n) + 1) % n] = 2 * (n - 1) / n * message
-        return pat
-    return _uniform_pattern(n, 2 * message / n)
+        return _shift(n, 2 * (n - 1) / n * message)
+    return _uniform(n, 2 * message / n)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -298,7 +291,7 @@ def build_workload(inst: Instance) -> Workload:
     if kvp > 1:
         q_bytes = t_tpg / kvp * q_values * ab  # each shard owns 1/kvp of the slice's sequences
         add(CommOp("kvp_allgather", "kvp_allgather", CollectiveKind.ALLGATHER, kvp_groups,
-                   _uniform_pattern(kvp, q_bytes), q_bytes * kvp, count(both)), both)
+                   _uniform(kvp, q_bytes), q_bytes * kvp, count(both)), both)
     kv_tokens = wl.context_tokens / kvp
     attn_flops = 2 * m.attention_params / tp * t_tpg / kvp + mb_unit * kv_tokens * core_flops_per_kv
     attn_bytes = m.attention_params / tp * wb + mb_unit * kv_tokens * m.kv_values_per_token_layer * \
@@ -308,7 +301,7 @@ def build_workload(inst: Instance) -> Workload:
         partial = heads_tp * ((m.v_head_dim if m.attention == "mla" else m.head_dim) * ab + SOFTMAX_STAT_BYTES)
         per_pair = mb_unit / kvp * partial
         add(CommOp("kvp_combine", "kvp_combine", CollectiveKind.ALLTOALL, kvp_groups,
-                   _uniform_pattern(kvp, per_pair), per_pair * (kvp - 1), count(both)), both)
+                   _uniform(kvp, per_pair), per_pair * (kvp - 1), count(both)), both)
 
     # ---- FFN ---------------------------------------------------------------------------------------
     tp_msg = t_tpg * m.hidden * ab
@@ -322,7 +315,7 @@ def build_workload(inst: Instance) -> Workload:
                        2 * count(("dense",))), ("dense",))
         if m.moe_layers:
             add(CommOp("tp_reducescatter", "tp_reducescatter", CollectiveKind.REDUCESCATTER, tp_groups,
-                       _uniform_pattern(tp, tp_msg / tp), tp_msg, count(("moe",))), ("moe",))
+                       _uniform(tp, tp_msg / tp), tp_msg, count(("moe",))), ("moe",))
     if m.moe_layers:
         q = ep_receive_probability(inst)                 # (ep,)
         disp = np.tile(q * t_acc * m.hidden * m.dispatch_bytes, (ep, 1))
@@ -344,7 +337,7 @@ def build_workload(inst: Instance) -> Workload:
                    float(comb.sum(axis=1).max()), count(("moe",))), ("moe",))
         if tp > 1:
             add(CommOp("tp_allgather", "tp_allgather", CollectiveKind.ALLGATHER, tp_groups,
-                       _uniform_pattern(tp, tp_msg / tp), tp_msg, count(("moe",))), ("moe",))
+                       _uniform(tp, tp_msg / tp), tp_msg, count(("moe",))), ("moe",))
 
     # ---- pipeline and disaggregation ---------------------------------------------------------------
     if pp > 1:
