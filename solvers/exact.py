@@ -125,7 +125,9 @@ def _finish(problem: WiringProblem, solver: str, version: str, params: SolvePara
         if status == SolveStatus.OPTIMAL:
             bound = max(bound, min(objective, extra.get("model_objective", objective)))
         bound = min(bound, objective)
-        if status == SolveStatus.FEASIBLE and objective - bound <= params.rel_gap * objective + 1e-15:
+        if not np.isfinite(objective):       # a wiring that cannot route every demand proves nothing
+            status = SolveStatus.FEASIBLE
+        elif status == SolveStatus.FEASIBLE and objective - bound <= params.rel_gap * objective + 1e-15:
             status = SolveStatus.OPTIMAL          # a valid bound meets the objective: proven
             extra = {**extra, "proven_by": "bound"}
     wall = time.perf_counter() - t0
@@ -177,6 +179,18 @@ def _topology_rows(problem: WiringProblem, ix: _Index, per_switch: bool):
     if _symmetric_switches(problem) and not ix.fixed:
         for s in range(lay.switches - 1):
             yield [(k, 1) for k in by_s.get(s, [])] + [(k, -1) for k in by_s.get(s + 1, [])], ">=", 0
+
+
+def _symmetry_rows(problem: WiringProblem, ix: _Index) -> list[tuple[int, int, int]]:
+    """Node-relabelling symmetry-breaking rows (r, a, b): x[r, a] >= x[r, b] (solvers/symmetry.py); none with
+    fixed circuits (they pin nodes)."""
+    if ix.fixed:
+        return []
+    from .symmetry import row_orderings
+    pair_kind = {p: tuple(ix.on[p]) for p in ix.pairs}
+    rows = row_orderings(problem.traffic.bytes_, pair_kind, [tuple(ix.cap[a]) for a in range(ix.n)])
+    key = lambda i, j: (min(i, j), max(i, j))
+    return [(r, a, b) for r, a, b in rows if key(r, a) in pair_kind and key(r, b) in pair_kind]
 
 
 def _flow_keys(problem: WiringProblem, ix: _Index):
@@ -253,6 +267,9 @@ def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool) -
         expr = pulp.lpSum(c * y[k] for k, c in terms)
         prob += (expr <= rhs) if sense == "<=" else (expr >= rhs)
     x = {p: pulp.lpSum(y[(s, *p)] for s, _ in ix.on[p]) for p in ix.pairs} if per_switch else y
+    sym = _symmetry_rows(problem, ix)
+    for r, a, b in sym:
+        prob += x[(min(r, a), max(r, a))] >= x[(min(r, b), max(r, b))]
     keys, out_k, inn_k = _flow_keys(problem, ix)
     f = {key: prob.add_variable("f_%d_%d_%d" % key, 0) for key in keys}
     lam = prob.add_variable("lam", 0) if problem.objective == "time" else None
@@ -309,7 +326,7 @@ def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool) -
         return SolveResult(SolveStatus.NO_SOLUTION, None, None, wall, name, version, params.seed, limit,
                            message="relaxed optimum does not fit on the switches", extra={"uncolourable": True})
     model_bound = None
-    extra: dict = {"backend": backend}
+    extra: dict = {"backend": backend, "symmetry_rows": len(sym)}
     if problem.objective == "time":
         lam_v = lam.value()
         extra["model_objective"] = 1.0 / lam_v if lam_v else float("inf")
@@ -368,6 +385,9 @@ def _solve_cpsat(problem: WiringProblem, params: SolveParams, per_switch: bool) 
     for p in ix.pairs:
         x[p] = m.NewIntVar(0, ix.max_x[p], f"x_{p[0]}_{p[1]}")
         m.Add(x[p] == (sum(y[(s, *p)] for s, _ in ix.on[p]) if per_switch else y[p]))
+    sym = _symmetry_rows(problem, ix)
+    for r, a, b in sym:
+        m.Add(x[(min(r, a), max(r, a))] >= x[(min(r, b), max(r, b))])
     total = int(D.sum())
     exact_units_ok = bool(np.allclose(D * unit, problem.traffic.bytes_))
     keys, out_k, inn_k = _flow_keys(problem, ix)
@@ -438,7 +458,7 @@ def _solve_cpsat(problem: WiringProblem, params: SolveParams, per_switch: bool) 
         model_obj = solver.ObjectiveValue() * unit
         model_bound = solver.BestObjectiveBound() * unit
     exact_units = bool(np.allclose(D * unit, problem.traffic.bytes_))
-    extra = {"unit_bytes": unit, "units_exact": exact_units, "model_objective": model_obj,
+    extra = {"unit_bytes": unit, "units_exact": exact_units, "model_objective": model_obj, "symmetry_rows": len(sym),
              "model_bound": model_bound, "model": "per-switch" if per_switch else "degree relaxation, coloured"}
     wiring = _wiring_from(problem, counts, {})
     # CP-SAT's bound holds for integer routing in exact units; it bounds the fractional problem only for the

@@ -16,7 +16,7 @@ import numpy as np
 from .errors import Infeasible, InvalidInput
 
 
-def realize(layout, pairs: Iterable[tuple[int, int]], *, seed: int = 0, max_tries: int = 64, restarts: int = 8):
+def realize(layout, pairs: Iterable[tuple[int, int]], *, seed: int = 0, max_tries: int = 64, restarts: int = 64):
     """Assign each (a, b) pair a switch and a port at each end. Returns a tuple of Circuits.
 
     >>> from synth.model import OCSLayout

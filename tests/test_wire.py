@@ -220,3 +220,43 @@ def test_two_hop_coverage_is_updated_exactly():
     better, tried, kept = improve_two_hop(w, wt, time_limit_s=0.5, seed=1)
     assert not wiring_violations(better) and tried > 0
     assert (better.degree() == w.degree()).all()
+
+
+def tp_pp_demand(tp, pp, b=1e9, p2p=1e6):
+    """TP groups of `tp` all-to-all, stage s rank i sends to stage s + 1 rank i."""
+    n = tp * pp
+    t = np.zeros((n, n))
+    for s in range(pp):
+        g = range(s * tp, (s + 1) * tp)
+        for i in g:
+            for j in g:
+                if i != j:
+                    t[i, j] = b
+        if s + 1 < pp:
+            for i in range(tp):
+                t[s * tp + i, (s + 1) * tp + i] = p2p
+    return t
+
+
+def test_symmetry_rows_follow_the_stabilizer_chain():
+    from solvers.symmetry import row_orderings
+    t = tp_pp_demand(4, 2)
+    rows = row_orderings(t, {}, [0] * 8)
+    # S4 acting on both stages at once: row 0 sorted over its TP peers 1, 2, 3
+    assert rows == [(0, 1, 2), (0, 1, 3), (0, 2, 3)]
+    rng = np.random.default_rng(1)
+    assert row_orderings(rng.random((7, 7)) * (1 - np.eye(7)), {}, [0] * 7) == []   # no symmetry: no rows
+    ring = ring_demand(6)   # dihedral: fixing 0 leaves the reflection (1 5)(2 4); fixing 1 too leaves nothing
+    assert row_orderings(ring, {}, [0] * 6) == [(0, 1, 5)]
+
+
+@pytest.mark.parametrize("objective", ["time", "hops"])
+def test_symmetry_rows_keep_the_optimum(monkeypatch, objective):
+    import solvers.exact as ex
+    p = problem(tp_pp_demand(3, 2, p2p=3e8), 3, objective)
+    with_rows = wire(p, "milp", SolveParams(time_limit_s=60, backend="highs"))
+    assert with_rows.extra["symmetry_rows"] > 0
+    monkeypatch.setattr(ex, "_symmetry_rows", lambda problem, ix: [])
+    without = wire(p, "milp", SolveParams(time_limit_s=60, backend="highs"))
+    assert with_rows.status == without.status == SolveStatus.OPTIMAL
+    assert with_rows.objective == pytest.approx(without.objective, rel=1e-6)
