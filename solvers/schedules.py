@@ -264,43 +264,17 @@ def direct(fab: Fabric, coll: Collective, chunks: int) -> Schedule:
     """One step per phase: every transfer on a shortest path (multi-hop through accelerators if needed)."""
     n, ranks = len(coll.ranks), coll.ranks
     size = chunk_bytes(Schedule(coll, chunks, ()))
-    if coll.kind == A2A:
+    if coll.kind == A2A:   # every chunk on its own path: rounded balanced routing + rip-up and reroute
+        from .chunk_routing import route_chunks
         k = chunks // (n * n)
-        if n > 64:   # large groups: rounded balanced (MWU) routing (load-aware greedy is O(n^2 k) Python)
-            s_idx, d_idx = np.nonzero(~np.eye(n, dtype=bool))
-            s_rep, d_rep = np.repeat(s_idx, k), np.repeat(d_idx, k)
-            j_rep = np.tile(np.arange(k), s_idx.size)
-            r = np.asarray(ranks)
-            paths = fab.balanced_paths(r[s_rep], r[d_rep])
-            step = [Transfer(int(r[a]), int(r[b]), int((a * n + b) * k + j), size, False, p)
-                    for a, b, j, p in zip(s_rep.tolist(), d_rep.tolist(), j_rep.tolist(), paths)]
-            return Schedule(coll, chunks, (tuple(step),), "direct")
-        load: dict[tuple[int, int], float] = {}
-        pairs = [(s, d) for s in range(n) for d in range(n) if s != d]
-        pairs.sort(key=lambda sd: -fab.dist[ranks[sd[0]], ranks[sd[1]]])     # long, constrained pairs first
-        options = {sd: fab.paths(ranks[sd[0]], ranks[sd[1]], 16) for sd in pairs}
-        chosen: dict[tuple[int, int, int], tuple[int, ...]] = {}
-
-        def links(s: int, d: int, p: tuple[int, ...]) -> list[tuple[int, int]]:
-            hops = [ranks[s], *p, ranks[d]]
-            return list(zip(hops, hops[1:]))
-
-        def cost(s: int, d: int, p: tuple[int, ...]) -> float:
-            return max((load.get(e, 0.0) + size) / fab.adjacency[e] for e in links(s, d, p))
-        for rnd in range(4):   # greedy placement, then rip-up-and-reroute passes
-            for s, d in pairs:
-                for j in range(k):
-                    key = (s, d, j)
-                    if key in chosen:
-                        for e in links(s, d, chosen[key]):
-                            load[e] -= size
-                    best = min(options[(s, d)], key=lambda p: cost(s, d, p))
-                    chosen[key] = best
-                    for e in links(s, d, best):
-                        load[e] = load.get(e, 0.0) + size
-            if all(len(o) == 1 for o in options.values()):
-                break
-        step = [Transfer(ranks[s], ranks[d], (s * n + d) * k + j, size, False, p) for (s, d, j), p in chosen.items()]
+        s_idx, d_idx = np.nonzero(~np.eye(n, dtype=bool))
+        s_rep, d_rep = np.repeat(s_idx, k), np.repeat(d_idx, k)
+        j_rep = np.tile(np.arange(k), s_idx.size)
+        r = np.asarray(ranks)
+        paths = route_chunks(fab.network(), fab.adjacency, r[s_rep], r[d_rep], size, fab.port_bytes_per_s,
+                             fab.link_latency_us * 1e-6, rounds=24 if n > 64 else 60, time_limit_s=20.0)
+        step = [Transfer(int(r[a]), int(r[b]), int((a * n + b) * k + j), size, False, p)
+                for a, b, j, p in zip(s_rep.tolist(), d_rep.tolist(), j_rep.tolist(), paths)]
         return Schedule(coll, chunks, (tuple(step),), "direct")
     k = chunks // n
     rs = [_t(fab, ranks[s], ranks[d], d * k + j, size, True) for s in range(n) for d in range(n) if s != d
