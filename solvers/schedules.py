@@ -687,6 +687,9 @@ def candidates(fab: Fabric, coll: Collective, chunks: int) -> dict[str, Schedule
         rings = disjoint_rings(fab, coll.ranks) if n <= 256 else []
         if len(rings) > 1 and (chunks // n) % (2 * len(rings)) == 0:
             builders["multiring"] = multiring
+    from .dimensional import dimension_ordered, hierarchical
+    builders["dim-ordered"] = dimension_ordered
+    builders["hierarchical"] = hierarchical
     if coll.kind == A2A and n > 2:
         builders["pairwise"] = pairwise
         builders["bruck"] = bruck
