@@ -682,6 +682,9 @@ def candidates(fab: Fabric, coll: Collective, chunks: int) -> dict[str, Schedule
         if n & (n - 1) == 0:
             builders["recursive"] = recursive
         builders["trees"] = trees
+        if n <= 256:
+            from .saturate import saturating_allgather
+            builders["saturate"] = saturating_allgather
         if coll.kind == AR and chunks % 2 == 0:
             builders["double-tree"] = double_binary_tree
         rings = disjoint_rings(fab, coll.ranks) if n <= 256 else []

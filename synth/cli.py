@@ -545,8 +545,8 @@ def parse_ranks(text: str, n: int) -> tuple[int, ...]:
 @click.option("--port-bandwidth-gbps", "bandwidth", type=float, help="Default: the wiring's instance block.")
 @click.option("--alpha-us", "alpha", type=float, help="Per-step latency (default: the instance block, else 0.6).")
 @click.option("--algorithm", default="best", show_default=True,
-              type=click.Choice(["best", "ring", "biring", "direct", "recursive", "pairwise", "trees", "dim-ordered",
-                                 "hierarchical", "cpsat"]))
+              type=click.Choice(["best", "ring", "biring", "direct", "recursive", "pairwise", "trees", "saturate",
+                                 "dim-ordered", "hierarchical", "cpsat"]))
 @click.option("--time-limit", "time_limit", default=20.0, show_default=True, type=float,
               help="Seconds for CP-SAT synthesis (groups of up to 16 ranks).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=str), help="Schedule file (JSON).")
@@ -595,8 +595,9 @@ def schedule(wiring: str, collective: str, ranks: str, size: str, chunks: int | 
             sched = min((p["schedule"] for p in front), key=fab.time_us)
         else:
             from solvers.dimensional import dimension_ordered, hierarchical
+            from solvers.saturate import saturating_allgather
             builder = {"ring": S.ring, "direct": S.direct, "recursive": S.recursive, "pairwise": S.pairwise,
-                       "trees": S.trees, "dim-ordered": dimension_ordered, "hierarchical": hierarchical,
+                       "trees": S.trees, "saturate": saturating_allgather, "dim-ordered": dimension_ordered, "hierarchical": hierarchical,
                        "biring": lambda f, c, kk: S.ring(f, c, kk, bidirectional=True)}[algorithm]
             sched = builder(fab, coll, k)
         t, table = fab.time_us(sched), {}

@@ -272,3 +272,14 @@ def test_dimension_ordered_schedules_check_and_rotation_meets_the_bound(dims, me
         if kind in ("allgather", "alltoall"):
             gap = 1 - S.lower_bounds(f, coll).time_us / f.time_us(s)
             assert gap < (0.02 if mesh else 0.10), (kind, gap)
+
+
+def test_saturating_allgather_beats_shortest_path_trees_on_an_expander():
+    from solvers.saturate import saturating_allgather
+    adj = nx.to_numpy_array(nx.random_regular_graph(4, 64, seed=1), dtype=int)
+    f = S.Fabric(adj, B, 0.6)
+    for kind in ("allgather", "allreduce"):
+        coll = Collective(kind, tuple(range(64)), 1e9)
+        s = saturating_allgather(f, coll, 4 * 64)
+        assert check_schedule(s, adj).ok
+        assert f.time_us(s) < 0.9 * f.time_us(S.trees(f, coll, 4 * 64))
