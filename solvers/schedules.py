@@ -704,13 +704,25 @@ def candidates(fab: Fabric, coll: Collective, chunks: int) -> dict[str, Schedule
     return out
 
 
+def default_chunks(fab: Fabric, coll: Collective) -> int:
+    """Chunks for a collective when none are asked for: 2 per rank (all-to-all: per pair, enough that a
+    rank's n - 1 peers' chunks cover twice its in-circuits, at least 4 up to 16 ranks), so one-step
+    routings can spread every rank's data over all of its circuits."""
+    n = len(coll.ranks)
+    if coll.kind != A2A:
+        return 2 * n
+    degree = int(fab.adjacency[:, list(coll.ranks)].sum(axis=0).max())
+    k = max(4 if n <= 16 else 1, math.ceil(2 * degree / max(1, n - 1)))
+    return n * n * k
+
+
 def best_schedule(fab: Fabric, coll: Collective, chunks: int | None = None, synthesize: bool = True,
                   time_limit_s: float = 20.0, seed: int = 0) -> dict[str, Any]:
     """Every candidate (constructions, and CP-SAT for groups of up to 16 ranks), checked, timed by the
     analytical model; the fastest wins. Returns the schedule, its time, bounds, gap and the table."""
     n = len(coll.ranks)
     if chunks is None:
-        chunks = n * n * (4 if n <= 16 else 1) if coll.kind == A2A else 2 * n
+        chunks = default_chunks(fab, coll)
     validate_group(fab, coll, chunks)
     bounds = lower_bounds(fab, coll)
     table: dict[str, dict[str, Any]] = {}

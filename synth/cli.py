@@ -541,7 +541,8 @@ def parse_ranks(text: str, n: int) -> tuple[int, ...]:
               type=click.Choice(["allreduce", "allgather", "reducescatter", "alltoall"]))
 @click.option("--ranks", default="all", show_default=True, help="all, 0-7 or 0,2,4")
 @click.option("--bytes", "size", required=True, help="Message size: 4096, 64MB, 1GiB (see README).")
-@click.option("--chunks", type=int, help="Chunks (default: 2n, or n^2 for all-to-all).")
+@click.option("--chunks", type=int, help="Chunks (default: 2n; all-to-all: n^2 x enough per pair to cover each rank's "
+              "circuits twice).")
 @click.option("--port-bandwidth-gbps", "bandwidth", type=float, help="Default: the wiring's instance block.")
 @click.option("--alpha-us", "alpha", type=float, help="Per-step latency (default: the instance block, else 0.6).")
 @click.option("--algorithm", default="best", show_default=True,
@@ -580,8 +581,7 @@ def schedule(wiring: str, collective: str, ranks: str, size: str, chunks: int | 
         raise InvalidInput(f"must be >= 0, got {a_us}", field="--alpha-us")
     fab = S.Fabric(w.adjacency(), bw * 1e9 / 8, a_us, inst.get("link_latency_us", 0.0) or 0.0)
     coll = Collective(collective, parse_ranks(ranks, w.accelerators), parse_size(size))
-    n = len(coll.ranks)
-    k = chunks if chunks is not None else (n * n if collective == "alltoall" else 2 * n)
+    k = chunks if chunks is not None else S.default_chunks(fab, coll)
     S.validate_group(fab, coll, k)
     if algorithm == "best":
         res = S.best_schedule(fab, coll, k, time_limit_s=time_limit)
