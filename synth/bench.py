@@ -160,7 +160,8 @@ def bench_wire(path: str, solvers: list[str], time_limit_s: float, small_only: b
 
 
 def classic_topologies() -> dict[str, np.ndarray]:
-    """Circuit-count adjacencies of the small classic topologies of the schedule benchmarks."""
+    """Circuit-count adjacencies of the classic topologies of the schedule benchmarks (the expanders: random
+    4-regular graphs, seed 1)."""
     import networkx as nx
     dgx = nx.Graph()
     for quad in ([0, 1, 2, 3], [4, 5, 6, 7]):    # DGX-1 hybrid cube-mesh: two fully connected quads + i <-> i+4
@@ -171,7 +172,9 @@ def classic_topologies() -> dict[str, np.ndarray]:
             "dgx1-8": nx.to_numpy_array(dgx, nodelist=range(8), dtype=int),
             "torus-4x4": nx.to_numpy_array(torus(4), dtype=int),
             "torus-8x8": nx.to_numpy_array(torus(8), dtype=int),
-            "torus-16x16": nx.to_numpy_array(torus(16), dtype=int)}
+            "torus-16x16": nx.to_numpy_array(torus(16), dtype=int),
+            "expander-64": nx.to_numpy_array(nx.random_regular_graph(4, 64, seed=1), dtype=int),
+            "expander-256": nx.to_numpy_array(nx.random_regular_graph(4, 256, seed=1), dtype=int)}
 
 
 def bench_schedule(names: list[str] | None = None, bytes_: float = 64e6, port_gbps: float = 800.0,

@@ -691,7 +691,8 @@ def bench_wire_cmd(suite: str, solvers: str, time_limit: float, small: bool, cas
 
 @bench.command("schedule")
 @click.option("--topology", "names", multiple=True,
-              help="biring-8, dgx1-8, torus-4x4, torus-8x8, torus-16x16 (default: all).")
+              help="biring-8, dgx1-8, torus-4x4, torus-8x8, torus-16x16, expander-64, expander-256 "
+                   "(default: all).")
 @click.option("--bytes", "size", default="64MB", show_default=True)
 @click.option("--time-limit", "time_limit", default=30.0, show_default=True, type=float)
 @click.option("--json", "as_json", is_flag=True)
