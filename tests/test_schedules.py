@@ -274,12 +274,15 @@ def test_dimension_ordered_schedules_check_and_rotation_meets_the_bound(dims, me
             assert gap < (0.02 if mesh else 0.10), (kind, gap)
 
 
-def test_saturating_allgather_beats_shortest_path_trees_on_an_expander():
+def test_saturating_allgather_meets_the_cut_bound_on_an_expander():
+    """Random 4-regular graph of 64 nodes, 1 GB, 16 chunks per rank: within 2% of the exact cut bound
+    (shortest-path broadcast trees: ~32% above), for all-gather and (reversed) all-reduce."""
     from solvers.saturate import saturating_allgather
     adj = nx.to_numpy_array(nx.random_regular_graph(4, 64, seed=1), dtype=int)
     f = S.Fabric(adj, B, 0.6)
     for kind in ("allgather", "allreduce"):
         coll = Collective(kind, tuple(range(64)), 1e9)
-        s = saturating_allgather(f, coll, 4 * 64)
+        s = saturating_allgather(f, coll, 16 * 64)
         assert check_schedule(s, adj).ok
-        assert f.time_us(s) < 0.9 * f.time_us(S.trees(f, coll, 4 * 64))
+        assert f.time_us(s) < 0.7 * f.time_us(S.trees(f, coll, 16 * 64))
+        assert 1 - S.lower_bounds(f, coll).time_us / f.time_us(s) < 0.02
