@@ -7,7 +7,8 @@ non-shortest paths where shortest ones crowd. Three stages:
 
 1. candidates: the multiplicative-weights routing (:func:`synth.routing.mwu_routing`) of the chunks'
    demand; each round routes every pair on a shortest path under congestion-aware lengths, so the distinct
-   paths of the rounds are a small candidate set whose average is the balanced fractional routing;
+   paths of the rounds are a small candidate set whose average is the balanced fractional routing; for up
+   to `max_detour_pairs` pairs also every one-hop-longer detour through each neighbour of the source;
 2. rounding: each chunk takes the path of a round drawn at random (seeded), which is the fractional
    routing in expectation;
 3. rip-up and reroute on the busiest circuits: every chunk crossing one moves to its candidate path with
@@ -34,7 +35,8 @@ from synth.network import Network
 
 def route_chunks(net: Network, adjacency: np.ndarray, src: np.ndarray, dst: np.ndarray, size: float,
                  bandwidth: float, hop_latency_s: float = 0.0, rounds: int = 24, seed: int = 0,
-                 max_kicks: int = 20, time_limit_s: float = 20.0, stats: dict | None = None) -> list[tuple[int, ...]]:
+                 max_kicks: int = 20, time_limit_s: float = 20.0, max_detour_pairs: int = 4096,
+                 stats: dict | None = None) -> list[tuple[int, ...]]:
     """Paths (intermediate accelerators) for chunks src[i] -> dst[i] of `size` bytes on a fabric whose
     directed pair (u, v) carries adjacency[u, v] x `bandwidth` bytes/s, minimizing the longest path's hops x
     `hop_latency_s` + the busiest circuit's seconds. `stats` receives the busiest circuit (seconds) after
@@ -65,8 +67,10 @@ def route_chunks(net: Network, adjacency: np.ndarray, src: np.ndarray, dst: np.n
         alive = cur != s_rep
     arcs = np.stack(hops[::-1], axis=1) if hops else np.full((cur.size, 1), dummy)
     rows = np.concatenate([np.tile(np.arange(pairs.size), R)[:, None], arcs], 1)
+    if pairs.size <= max_detour_pairs:
+        rows = _pad_cat(rows, _detours(adjacency, ps, pd, dummy), dummy)
     uniq, inv = np.unique(rows, axis=0, return_inverse=True)   # distinct candidates, sorted by pair
-    round_cand = inv.ravel().reshape(R, pairs.size)
+    round_cand = inv.ravel()[:R * pairs.size].reshape(R, pairs.size)
     inv_cap = np.zeros(dummy + 1)
     u, v = np.nonzero(adjacency > 0)
     inv_cap[u * N + v] = 1.0 / (adjacency[u, v] * bandwidth)
@@ -82,9 +86,10 @@ def route_chunks(net: Network, adjacency: np.ndarray, src: np.ndarray, dst: np.n
         budget = (time_limit_s - (time.perf_counter() - t0)) / (len(limits) - k)
         choice, info = _search(uniq[keep], np.flatnonzero(keep), round_cand[rnd, pair_of], pair_of, pairs.size,
                                w, dummy, np.random.default_rng(seed + limit), max_kicks, budget)
-        total = limit * hop_latency_s + info["rerouted_s"]
+        used = int(length[choice].max()) if choice.size else 0      # the longest path actually taken
+        total = used * hop_latency_s + info["rerouted_s"]
         if best is None or total < best[0]:
-            best = (total, choice, limit, info)
+            best = (total, choice, used, info)
     _, choice, limit, info = best
     if stats is not None:
         stats.update(info, hop_limit=limit, candidates=int(len(uniq)), rounds=R, wall_s=time.perf_counter() - t0)
@@ -93,6 +98,42 @@ def route_chunks(net: Network, adjacency: np.ndarray, src: np.ndarray, dst: np.n
         a = a[a != dummy]
         out.append(tuple(int(x) for x in (a[1:] // N)))
     return out
+
+
+def _detours(adjacency: np.ndarray, ps: np.ndarray, pd: np.ndarray, dummy: int) -> np.ndarray:
+    """Rows (pair, arcs...) of the one-hop-longer detours of every pair: first hop to any out-neighbour w
+    of the source no farther from the destination, then a shortest path from w (hop count)."""
+    from scipy.sparse.csgraph import shortest_path
+    from synth.network import padded_neighbours
+    N = adjacency.shape[0]
+    dist, pred = shortest_path(adjacency > 0, unweighted=True, directed=True, return_predecessors=True)
+    u, v = np.nonzero(adjacency > 0)
+    nbr, _ = padded_neighbours(N, u, v)
+    pair = np.repeat(np.arange(ps.size), nbr.shape[1])
+    w = nbr[ps].ravel()
+    s_, d_ = ps[pair], pd[pair]
+    ok = (w >= 0) & (w != d_)
+    ok[ok] &= dist[w[ok], d_[ok]] <= dist[s_[ok], d_[ok]]
+    pair, w, s_, d_ = pair[ok], w[ok], s_[ok], d_[ok]
+    hops = [s_ * N + w]
+    cur = w.copy()
+    rev: list[np.ndarray] = []
+    node = d_.copy()
+    alive = node != cur
+    while alive.any():                                        # walk back from d to w
+        prev = np.where(alive, pred[cur, node], node)
+        rev.append(np.where(alive, prev * N + node, dummy))
+        node = prev
+        alive = node != cur
+    arcs = np.stack(hops + rev[::-1], axis=1)
+    return np.concatenate([pair[:, None], arcs], 1)
+
+
+def _pad_cat(a: np.ndarray, b: np.ndarray, dummy: int) -> np.ndarray:
+    """Stack two row tables, padding the narrower with the dummy arc."""
+    width = max(a.shape[1], b.shape[1])
+    pad = lambda x: np.pad(x, ((0, 0), (0, width - x.shape[1])), constant_values=dummy)  # noqa: E731
+    return np.concatenate([pad(a), pad(b)])
 
 
 def _search(cands: np.ndarray, cand_ids: np.ndarray, drawn: np.ndarray, pair_of: np.ndarray, n_pairs: int,

@@ -19,7 +19,6 @@ Big-M and scaling come from the instance, never constants: demands are normalize
 """
 from __future__ import annotations
 
-import contextlib
 import math
 import time
 from dataclasses import dataclass
@@ -28,30 +27,13 @@ from functools import reduce
 import numpy as np
 
 from synth.errors import SolverUnavailable
+from synth.formats import quiet_stdout as _quiet_stdout
 from synth.model import Circuit, Limit, SolveParams, SolveResult, SolveStatus, Wiring
 from synth.problem import WiringProblem
 
 from .bounds import best_bound
 
 EXACT_MAX = 64   # accelerators; beyond this the exact models are not built
-
-
-@contextlib.contextmanager
-def _quiet_stdout():
-    """HiGHS writes a banner to the process's stdout even with output off; keep it out of ours (a CLI may
-    be printing JSON there)."""
-    import os
-    import sys
-    sys.stdout.flush()
-    saved = os.dup(1)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 1)
-        yield
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(devnull)
 
 
 @dataclass

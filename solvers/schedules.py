@@ -261,30 +261,34 @@ def ring(fab: Fabric, coll: Collective, chunks: int, bidirectional: bool = False
 
 
 def direct(fab: Fabric, coll: Collective, chunks: int) -> Schedule:
-    """One step per phase: every transfer on a shortest path (multi-hop through accelerators if needed)."""
+    """One step per phase, every chunk straight from its source to its destination on its own path: the
+    rounded balanced routing with rip-up and reroute (:mod:`solvers.chunk_routing`), which spreads a rank's
+    chunks over all of its circuits and relays through the rest of the fabric. All-to-all: chunk (s, d, j)
+    s -> d; all-gather: rank s's chunks to every other rank; reduce-scatter: every rank's contribution to
+    the owner's chunks (reduced there); all-reduce: both. All-gather style groups beyond 64 ranks use one
+    shortest path per pair (the quadratic transfer count makes the other constructions better there)."""
+    from .chunk_routing import route_chunks
     n, ranks = len(coll.ranks), coll.ranks
+    if coll.kind not in (A2A, AG, RS, AR):
+        raise InvalidInput(f"direct does not do {coll.kind.value}", field="algorithm")
     size = chunk_bytes(Schedule(coll, chunks, ()))
-    if coll.kind == A2A:   # every chunk on its own path: rounded balanced routing + rip-up and reroute
-        from .chunk_routing import route_chunks
-        k = chunks // (n * n)
-        s_idx, d_idx = np.nonzero(~np.eye(n, dtype=bool))
-        s_rep, d_rep = np.repeat(s_idx, k), np.repeat(d_idx, k)
-        j_rep = np.tile(np.arange(k), s_idx.size)
-        r = np.asarray(ranks)
+    k = chunks // (n * n) if coll.kind == A2A else chunks // n
+    s_idx, d_idx = np.nonzero(~np.eye(n, dtype=bool))
+    s_rep, d_rep = np.repeat(s_idx, k), np.repeat(d_idx, k)
+    j_rep = np.tile(np.arange(k), s_idx.size)
+    r = np.asarray(ranks)
+    if coll.kind == A2A or n <= 64:
         paths = route_chunks(fab.network(), fab.adjacency, r[s_rep], r[d_rep], size, fab.port_bytes_per_s,
                              fab.link_latency_us * 1e-6, rounds=24 if n > 64 else 60, time_limit_s=20.0)
-        step = [Transfer(int(r[a]), int(r[b]), int((a * n + b) * k + j), size, False, p)
-                for a, b, j, p in zip(s_rep.tolist(), d_rep.tolist(), j_rep.tolist(), paths)]
+    else:
+        paths = [fab.path(int(r[a]), int(r[b])) for a, b in zip(s_rep.tolist(), d_rep.tolist())]
+    triples = list(zip(s_rep.tolist(), d_rep.tolist(), j_rep.tolist(), paths))
+    if coll.kind == A2A:
+        step = [Transfer(int(r[a]), int(r[b]), (a * n + b) * k + j, size, False, p) for a, b, j, p in triples]
         return Schedule(coll, chunks, (tuple(step),), "direct")
-    k = chunks // n
-    rs = [_t(fab, ranks[s], ranks[d], d * k + j, size, True) for s in range(n) for d in range(n) if s != d
-          for j in range(k)]
-    ag = [_t(fab, ranks[s], ranks[d], s * k + j, size) for s in range(n) for d in range(n) if s != d
-          for j in range(k)]
-    steps = {RS: (rs,), AG: (ag,), AR: (rs, ag)}.get(coll.kind)
-    if steps is None:
-        raise InvalidInput(f"direct does not do {coll.kind.value}", field="algorithm")
-    return Schedule(coll, chunks, tuple(map(tuple, steps)), "direct")
+    rs = tuple(Transfer(int(r[a]), int(r[b]), b * k + j, size, True, p) for a, b, j, p in triples)
+    ag = tuple(Transfer(int(r[a]), int(r[b]), a * k + j, size, False, p) for a, b, j, p in triples)
+    return Schedule(coll, chunks, {RS: (rs,), AG: (ag,), AR: (rs, ag)}[coll.kind], "direct")
 
 
 def recursive(fab: Fabric, coll: Collective, chunks: int) -> Schedule:
@@ -528,6 +532,7 @@ def lower_bounds(fab: Fabric, coll: Collective, exact_cut_max: int = 64) -> Boun
     named: dict[str, float] = {"diameter_steps": diameter, "log_steps": log_steps}
     steps = max(diameter, log_steps)
     ingress = min(float(fab.adjacency[:, r].sum()) for r in ranks) * fab.port_bytes_per_s
+    one_step = None    # the bandwidth + hop-latency part of a schedule doing each phase in one step
     if coll.kind in (AG, RS, AR):
         factor = 2 if coll.kind == AR else 1
         if coll.kind == AR:
@@ -537,30 +542,76 @@ def lower_bounds(fab: Fabric, coll: Collective, exact_cut_max: int = 64) -> Boun
             lam = min_cut_ratio(fab, ranks)
             named["cut_us"] = factor * (M / n) / lam * 1e6
         bw = max(v for k, v in named.items() if k.endswith("_us"))
+        # a phase done in one step is n (n - 1) unicast flows of M / n (only the owner holds a chunk before
+        # it); a phase in two or more steps pays another alpha
+        lp, best = _one_step_us(fab, ranks, M / n, diameter) if n <= 64 else (None, None)
+        if lp is not None:
+            named["one_step_flow_lp_us"] = factor * lp
+        if best is not None:
+            one_step = factor * best
     elif coll.kind == A2A:
         per_pair = M / (n - 1)
         named["ingress_us"] = M / ingress * 1e6
         # every byte crosses at least dist(s, d) circuits; all circuits together move sum(adj) * B per second
         named["hops_us"] = per_pair * float(d.sum()) / (float(fab.adjacency.sum()) * fab.port_bytes_per_s) * 1e6
-        if fab.adjacency.shape[0] <= 48 or n * int((fab.adjacency > 0).sum()) <= 400_000:
-            from synth.network import optimal_routing
-            net = fab.network()
-            N = fab.adjacency.shape[0]
-            dem = np.zeros((N, N))
-            dem[np.ix_(ranks, ranks)] = per_pair
-            dem[ranks, ranks] = 0
-            try:   # a bound we cannot compute in time is left out, never fatal
-                named["flow_lp_us"] = optimal_routing(net, dem, time_limit_s=30.0)[0] * 1e6
-            except InvalidInput:
-                pass
+        lp, best = _one_step_us(fab, ranks, per_pair, diameter)
+        if lp is not None:
+            named["flow_lp_us"] = lp
+        if best is not None:
+            one_step = best
         bw = max(v for k, v in named.items() if k.endswith("_us"))
     else:
         bw = 0.0
     # `steps` bounds store-and-forward schedules (one circuit per transfer and step); a forwarded transfer
     # crosses several circuits in one step, so the time bound charges one alpha and the hop latency of the
     # longest distance instead.
-    latency = fab.alpha_us * (2 if coll.kind == AR else 1) + diameter * fab.link_latency_us
-    return Bounds(int(steps), bw, latency + bw, named)
+    alphas = fab.alpha_us * (2 if coll.kind == AR else 1)
+    latency = alphas + diameter * fab.link_latency_us
+    time_us = latency + bw
+    if one_step is not None:      # min(one step per phase, two or more)
+        named["one_step_us"] = alphas + max(one_step, bw + diameter * fab.link_latency_us)
+        named["more_steps_us"] = latency + fab.alpha_us + bw
+        time_us = min(named["one_step_us"], named["more_steps_us"])
+    return Bounds(int(steps), bw, time_us, named)
+
+
+def _one_step_us(fab: Fabric, ranks: tuple[int, ...], per_pair: float,
+                 diameter: int) -> tuple[float | None, float | None]:
+    """(max-concurrent-flow LP time of per_pair bytes between every ordered pair of ranks over the whole
+    fabric, min over hop limits h of h x hop latency + the LP on paths of at most h hops), in us; a one-step
+    phase pays both its busiest circuit and its longest path. Either is None when its LPs are too large or
+    do not finish in time (then the bound is left out, never wrong)."""
+    from synth.network import hop_limited_routing, optimal_routing
+    n = len(ranks)
+    if not (fab.adjacency.shape[0] <= 48 or n * int((fab.adjacency > 0).sum()) <= 400_000):
+        return None, None
+    N = fab.adjacency.shape[0]
+    dem = np.zeros((N, N))
+    dem[np.ix_(ranks, ranks)] = per_pair
+    dem[ranks, ranks] = 0
+    net = fab.network()
+    try:   # a bound we cannot compute in time is left out, never fatal
+        lp = optimal_routing(net, dem, time_limit_s=10.0, crossover=False)[0] * 1e6
+    except InvalidInput:
+        lp = None
+    lat = fab.link_latency_us
+    if lat <= 0 or n * n * int((fab.adjacency > 0).sum()) > 2_000_000:
+        return lp, None if lp is None else diameter * lat + lp
+    # every hop limit h from the diameter up, while h x latency + a bandwidth floor can still win
+    ingress = min(float(fab.adjacency[:, r].sum()) for r in ranks) * fab.port_bytes_per_s
+    floor = max(lp or 0.0, (n - 1) * per_pair / ingress * 1e6)
+    best = float("inf")
+    for h in range(max(1, diameter), N):
+        if h * lat + floor >= best:
+            break
+        try:
+            best = min(best, h * lat + hop_limited_routing(net, dem, h, time_limit_s=20.0) * 1e6)
+        except InvalidInput:     # every limit from h up costs at least h x latency + the floor
+            best = min(best, h * lat + floor)
+            break
+    if not np.isfinite(best):
+        return lp, None if lp is None else diameter * lat + lp
+    return lp, best
 
 
 # --------------------------------------------------------------------------------------------------
@@ -705,15 +756,16 @@ def candidates(fab: Fabric, coll: Collective, chunks: int) -> dict[str, Schedule
 
 
 def default_chunks(fab: Fabric, coll: Collective) -> int:
-    """Chunks for a collective when none are asked for: 2 per rank (all-to-all: per pair, enough that a
-    rank's n - 1 peers' chunks cover twice its in-circuits, at least 4 up to 16 ranks), so one-step
-    routings can spread every rank's data over all of its circuits."""
+    """Chunks for a collective when none are asked for: per rank (all-to-all: per pair) enough that a
+    rank's n - 1 peers' chunks cover its in-circuits 8 times, so one-step routings can spread every rank's
+    data evenly over all of its circuits; at least 2 per rank (all-to-all: 4 per pair up to 16 ranks, else
+    1)."""
     n = len(coll.ranks)
-    if coll.kind != A2A:
-        return 2 * n
     degree = int(fab.adjacency[:, list(coll.ranks)].sum(axis=0).max())
-    k = max(4 if n <= 16 else 1, math.ceil(2 * degree / max(1, n - 1)))
-    return n * n * k
+    need = math.ceil(8 * degree / max(1, n - 1))
+    if coll.kind != A2A:
+        return n * max(2, need)
+    return n * n * max(4 if n <= 16 else 1, need)
 
 
 def best_schedule(fab: Fabric, coll: Collective, chunks: int | None = None, synthesize: bool = True,

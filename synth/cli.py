@@ -541,8 +541,8 @@ def parse_ranks(text: str, n: int) -> tuple[int, ...]:
               type=click.Choice(["allreduce", "allgather", "reducescatter", "alltoall"]))
 @click.option("--ranks", default="all", show_default=True, help="all, 0-7 or 0,2,4")
 @click.option("--bytes", "size", required=True, help="Message size: 4096, 64MB, 1GiB (see README).")
-@click.option("--chunks", type=int, help="Chunks (default: 2n; all-to-all: n^2 x enough per pair to cover each rank's "
-              "circuits twice).")
+@click.option("--chunks", type=int, help="Chunks (default: enough per rank, all-to-all: per pair, to cover each rank's "
+              "circuits 8 times).")
 @click.option("--port-bandwidth-gbps", "bandwidth", type=float, help="Default: the wiring's instance block.")
 @click.option("--alpha-us", "alpha", type=float, help="Per-step latency (default: the instance block, else 0.6).")
 @click.option("--algorithm", default="best", show_default=True,

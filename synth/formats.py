@@ -4,6 +4,7 @@ file beside the target and renames it, so a crash never leaves a half-written fi
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -348,3 +349,20 @@ def read_xconnect(texts: Mapping[int, str], layout: OCSLayout) -> list[Circuit]:
             (a, ap), (b, bp) = back[(sw, pin)], back[(sw, pout)]
             out.append(Circuit(sw, a, ap, b, bp))
     return out
+
+
+@contextlib.contextmanager
+def quiet_stdout():
+    """HiGHS writes a banner to the process's stdout even with output off; keep it out of ours (a CLI may
+    be printing JSON there): file descriptor 1 points at /dev/null inside the block."""
+    import sys
+    sys.stdout.flush()
+    saved = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)

@@ -316,18 +316,19 @@ def completion_time(inc: sp.csr_matrix, capacity: np.ndarray, sizes: np.ndarray,
     return t + float(np.max(np.where(active, remaining / np.maximum(r, 1e-300), 0.0)))
 
 
-def optimal_routing(net: Network, demand: np.ndarray, time_limit_s: float = 60.0) -> tuple[float, np.ndarray]:
+def optimal_routing(net: Network, demand: np.ndarray, time_limit_s: float = 60.0,
+                    crossover: bool = True) -> tuple[float, np.ndarray]:
     """The routing that minimizes the largest link utilization: an LP (HiGHS through scipy) over flows
     aggregated by destination. Returns (theta, loads): every demand is delivered within `theta` seconds on
     links of the given capacities (= max over links of load / capacity), and the link loads in bytes.
-    Non-forwarding nodes carry no transit traffic.
+    Non-forwarding nodes carry no transit traffic. `crossover=False` takes the interior-point optimum
+    (for bounds and values; the flows are then interior, not a vertex).
 
     >>> ring = Network.from_pairs("ring", 4, 4, [(0, 1), (1, 2), (2, 3), (3, 0)], 1.0, 0.0)
     >>> dem = np.zeros((4, 4)); dem[0, 1] = 3.0
     >>> round(optimal_routing(ring, dem)[0], 6)     # 1.5 bytes direct, 1.5 the long way round
     1.5
     """
-    from scipy.optimize import linprog
 
     demand = np.asarray(demand, dtype=np.float64)
     n, V, E = net.accelerators, net.nodes, net.links
@@ -365,9 +366,101 @@ def optimal_routing(net: Network, demand: np.ndarray, time_limit_s: float = 60.0
     ub[:K * E][blocked] = 0.0
     c = np.zeros(nv)
     c[-1] = 1.0
-    res = linprog(c, A_ub=A_ub, b_ub=np.zeros(E), A_eq=A_eq, b_eq=b_eq, bounds=np.stack([np.zeros(nv), ub], 1),
-                  method="highs-ipm", options={"time_limit": time_limit_s})
-    if res.status != 0:
-        raise InvalidInput(f"routing LP stopped: {res.message}", field="routing")
-    f = res.x[:-1].reshape(K, E)
-    return float(res.x[-1]) * d_scale / c_scale, f.sum(axis=0) * d_scale
+    status, _, x = _solve_lp(c, A_ub, np.zeros(E), A_eq, b_eq, np.zeros(nv), ub, time_limit_s, crossover)
+    if status != "optimal":
+        raise InvalidInput(f"routing LP stopped: {status}", field="routing")
+    f = np.maximum(x[:-1], 0.0).reshape(K, E)
+    return float(x[-1]) * d_scale / c_scale, f.sum(axis=0) * d_scale
+
+
+def hop_limited_routing(net: Network, demand: np.ndarray, hops: int, time_limit_s: float = 60.0) -> float:
+    """The least largest-link utilization (seconds, as :func:`optimal_routing`) when every demand travels on
+    paths of at most `hops` links: flows aggregated by destination and indexed by the hops still allowed
+    (a unit crossing a link at level r arrives with r - 1 left; it may only stop at its destination).
+    inf when some demand is farther than `hops`.
+
+    >>> ring = Network.from_pairs("ring", 4, 4, [(0, 1), (1, 2), (2, 3), (3, 0)], 1.0, 0.0)
+    >>> dem = np.zeros((4, 4)); dem[0, 1] = 3.0
+    >>> hop_limited_routing(ring, dem, 1), round(hop_limited_routing(ring, dem, 3), 6)
+    (3.0, 1.5)
+    """
+
+    demand = np.asarray(demand, dtype=np.float64)
+    n, V, E = net.accelerators, net.nodes, net.links
+    dests = np.flatnonzero(demand.sum(axis=0) > 0)
+    if dests.size == 0:
+        return 0.0
+    d_scale = float(demand.max())
+    c_scale = float(net.capacity_bps.max())
+    demand = demand / d_scale
+    cap = net.capacity_bps / c_scale
+    K, H = dests.size, int(hops)
+    nf = K * H * E                                          # f[k, r - 1, e], r = 1..H, then theta
+    k_idx = np.repeat(np.arange(K), H * E)
+    r_idx = np.tile(np.repeat(np.arange(1, H + 1), E), K)
+    e_idx = np.tile(np.arange(E), K * H)
+    col = np.arange(nf)
+    # conservation at (k, v != dest_k, r): out at level r - in at level r + 1 = demand[v, k] if r == H
+    out_rows = (k_idx * V + net.src[e_idx]) * H + (r_idx - 1)
+    in_rows = (k_idx * V + net.dst[e_idx]) * H + (r_idx - 2)     # arriving with r - 1 left
+    arrive = r_idx >= 2
+    rows = np.concatenate([out_rows, in_rows[arrive]])
+    cols = np.concatenate([col, col[arrive]])
+    vals = np.concatenate([np.ones(nf), -np.ones(int(arrive.sum()))])
+    A = sp.csr_matrix((vals, (rows, cols)), shape=(K * V * H, nf + 1))
+    b = np.zeros((K, V, H))
+    b[:, :n, H - 1] = demand[:, dests].T
+    keep = np.ones((K, V, H), dtype=bool)
+    keep[np.arange(K), dests, :] = False
+    A_eq, b_eq = A[keep.ravel()], b[keep]
+    A_ub = sp.csr_matrix((np.concatenate([np.ones(nf), -cap]),
+                          (np.concatenate([e_idx, np.arange(E)]), np.concatenate([col, np.full(E, nf)]))),
+                         shape=(E, nf + 1))
+    ub = np.full(nf + 1, np.inf)
+    # a unit may not be left with no hops anywhere but its destination, nor cross non-forwarding nodes
+    stuck = (r_idx == 1) & (net.dst[e_idx] != dests[k_idx])
+    blocked = ~net.forwards[net.dst[e_idx]] & (net.dst[e_idx] != dests[k_idx])
+    ub[:nf][stuck | blocked] = 0.0
+    c = np.zeros(nf + 1)
+    c[-1] = 1.0
+    status, _, x = _solve_lp(c, A_ub, np.zeros(E), A_eq, b_eq, np.zeros(nf + 1), ub, time_limit_s, False)
+    if status == "infeasible":
+        return float("inf")
+    if status != "optimal":
+        raise InvalidInput(f"hop-limited routing LP stopped: {status}", field="routing")
+    return float(x[-1]) * d_scale / c_scale
+
+
+def _solve_lp(c: np.ndarray, A_ub: sp.csr_matrix, b_ub: np.ndarray, A_eq: sp.csr_matrix, b_eq: np.ndarray,
+              lower: np.ndarray, upper: np.ndarray, time_limit_s: float, crossover: bool) -> tuple[str, float, np.ndarray]:
+    """min c x s.t. A_ub x <= b_ub, A_eq x = b_eq, lower <= x <= upper, by HiGHS's interior point (highspy).
+    Without crossover the answer is the interior-point optimum (primal-dual gap 1e-8): enough for a value or
+    a bound, and it skips the crossover that degenerate routing LPs spend minutes in. Returns (status,
+    objective, x) with status "optimal", "infeasible" or HiGHS's status name."""
+    import highspy
+    A = sp.vstack([A_ub, A_eq]).tocsc()
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = A.shape[1], A.shape[0]
+    lp.col_cost_ = np.asarray(c, dtype=np.float64)
+    lp.col_lower_, lp.col_upper_ = np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64)
+    lp.row_lower_ = np.concatenate([np.full(A_ub.shape[0], -highspy.kHighsInf), b_eq]).astype(np.float64)
+    lp.row_upper_ = np.concatenate([b_ub, b_eq]).astype(np.float64)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = A.indptr, A.indices, A.data
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = A.shape[1], A.shape[0]
+    from .formats import quiet_stdout
+    with quiet_stdout():
+        h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("solver", "ipm")
+    h.setOptionValue("run_crossover", "on" if crossover else "off")
+    h.setOptionValue("time_limit", float(time_limit_s))
+    h.passModel(lp)
+    with quiet_stdout():
+        h.run()
+    st = h.getModelStatus()
+    if st == highspy.HighsModelStatus.kInfeasible:
+        return "infeasible", float("inf"), np.empty(0)
+    if st != highspy.HighsModelStatus.kOptimal:
+        return h.modelStatusToString(st), float("nan"), np.empty(0)
+    return "optimal", float(h.getInfo().objective_function_value), np.asarray(h.getSolution().col_value)
