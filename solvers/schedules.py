@@ -725,7 +725,9 @@ def compose(coll: Collective, ag: Schedule) -> Schedule:
 def candidates(fab: Fabric, coll: Collective, chunks: int) -> dict[str, Schedule]:
     out: dict[str, Schedule] = {}
     n = len(coll.ranks)
-    builders = {"direct": direct}
+    # a one-step all-gather beyond 64 ranks is n^2 unicast flows each paying its whole distance: never the
+    # best there, and its million transfers cost seconds to build and check
+    builders = {"direct": direct} if coll.kind == A2A or n <= 64 else {}
     if coll.kind in (AG, RS, AR):
         builders["ring"] = ring
         if (chunks // n) % 2 == 0:
