@@ -80,15 +80,6 @@ class Fabric:
             cur = self._pred[a, cur]  # type: ignore[attr-defined]
         return tuple(reversed(out))
 
-    def paths(self, a: int, b: int, limit: int) -> list[tuple[int, ...]]:
-        """Up to `limit` distinct shortest paths a -> b (intermediates only), drawn hop by hop at random
-        (seeded by the pair) so that they spread over different first and last circuits."""
-        if limit <= 1:
-            return [self.path(a, b)]
-        draws = self.random_paths(np.full(4 * limit, a), np.full(4 * limit, b), seed=a * 7919 + b)
-        out = list(dict.fromkeys(draws))[:limit]
-        return out or [self.path(a, b)]
-
     def network(self):
         """The fabric as a :class:`synth.network.Network` (one directed link per circuit pair), cached."""
         if getattr(self, "_net", None) is None:
@@ -98,48 +89,6 @@ class Fabric:
             object.__setattr__(self, "_net", Network.from_pairs(
                 "fabric", N, N, np.stack([iu, ju], 1), self.adjacency[iu, ju] * self.port_bytes_per_s, 0))
         return self._net  # type: ignore[attr-defined]
-
-    def random_paths(self, src: np.ndarray, dst: np.ndarray, seed: int = 0) -> list[tuple[int, ...]]:
-        """For each (src[i], dst[i]): a shortest path whose every hop is drawn uniformly among the next hops
-        that get closer (seeded), vectorized over all pairs (:func:`synth.network.random_shortest_walk`);
-        intermediates only."""
-        from synth.network import padded_neighbours, random_shortest_walk
-        r, c = np.nonzero(self.adjacency > 0)
-        nbr, _ = padded_neighbours(self.adjacency.shape[0], r, c)
-        src = np.asarray(src, dtype=np.int64)
-        inter: list[list[int]] = [[] for _ in range(src.size)]
-        for ix, cu, col in random_shortest_walk(nbr, self.dist, src, dst, np.random.default_rng(seed)):
-            for i, v in zip(ix.tolist(), nbr[cu, col].tolist()):
-                inter[i].append(v)
-        return [tuple(p[:-1]) for p in inter]
-
-    def balanced_paths(self, src: np.ndarray, dst: np.ndarray, rounds: int = 30,
-                       seed: int = 0) -> list[tuple[int, ...]]:
-        """Paths from the multiplicative-weights routing of the (src, dst) demands, rounded: each demand
-        takes its path from a uniformly drawn round (seeded), so the paths average to the balanced
-        fractional routing (:func:`synth.routing.mwu_routing`)."""
-        from synth.routing import mwu_routing
-        N = self.adjacency.shape[0]
-        dem = np.zeros((N, N))
-        np.add.at(dem, (src, dst), 1.0)
-        preds: list[np.ndarray] = []
-        mwu_routing(self.network(), dem, rounds=rounds, time_limit_s=60.0, preds_out=preds)
-        P = np.stack(preds)
-        rc = np.random.default_rng(seed).integers(0, len(P), len(src))
-        s_arr, cur = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64).copy()
-        rev: list[np.ndarray] = []
-        alive = cur != s_arr
-        while alive.any():
-            step = np.full(cur.size, -1, dtype=np.int64)
-            prev = P[rc[alive], s_arr[alive], cur[alive]].astype(np.int64)
-            step[np.flatnonzero(alive)] = prev
-            rev.append(step)
-            cur[alive] = prev
-            alive = cur != s_arr
-        if not rev:
-            return [() for _ in range(len(src))]
-        H = np.stack(rev[::-1], axis=1)               # from the source side; -1 before the path starts
-        return [tuple(int(x) for x in row[row >= 0][1:]) for row in H]
 
     def time_us(self, s: Schedule) -> float:
         return schedule_time_us(s, self.adjacency, self.port_bytes_per_s, self.alpha_us, self.link_latency_us)

@@ -193,19 +193,11 @@ def test_broadcast_trees_pass_the_checker_for_every_reduction():
         assert len(s.steps) == (8 if kind == "allreduce" else 4)
 
 
-def test_random_paths_are_shortest_and_seeded():
-    g = nx.random_regular_graph(4, 80, seed=2)
-    f = fab(g)
-    src, dst = np.array([0, 5, 7]), np.array([40, 5, 79])
-    p1, p2 = f.random_paths(src, dst, seed=3), f.random_paths(src, dst, seed=3)
-    assert p1 == p2 and p1[1] == ()
-    for (a, b), p in zip(zip(src, dst), p1):
-        if a == b:
-            continue
-        hops = [a, *p, b]
-        assert len(hops) - 1 == f.dist[a, b] and all(f.adjacency[x, y] for x, y in zip(hops, hops[1:]))
+def test_one_step_alltoall_on_an_expander_is_checked_and_seeded():
+    f = fab(nx.random_regular_graph(4, 80, seed=2))
     coll = Collective("alltoall", tuple(range(80)), 1e6)
-    assert check_schedule(S.direct(f, coll, 80 * 80), f.adjacency).ok
+    s1, s2 = S.direct(f, coll, 80 * 80), S.direct(f, coll, 80 * 80)
+    assert check_schedule(s1, f.adjacency).ok and s1 == s2
 
 
 def test_double_binary_tree_allreduce():
@@ -217,16 +209,24 @@ def test_double_binary_tree_allreduce():
                           RING8.adjacency).ok
 
 
-def test_balanced_paths_follow_circuits():
-    g = nx.random_regular_graph(4, 100, seed=4)
-    f = fab(g)
-    coll = Collective("alltoall", tuple(range(100)), 1e6)
-    s = S.direct(f, coll, 100 * 100)
-    assert check_schedule(s, f.adjacency).ok
-    src, dst = np.array([0, 1]), np.array([50, 99])
-    for (a, b), p in zip(zip(src, dst), f.balanced_paths(src, dst, rounds=5)):
-        hops = [a, *p, b]
+def test_chunk_routing_follows_circuits_and_improves_on_rounding():
+    from solvers.chunk_routing import route_chunks
+    f = fab(nx.random_regular_graph(4, 100, seed=4))
+    rng = np.random.default_rng(0)
+    src, dst = rng.integers(0, 100, 3000), rng.integers(0, 100, 3000)
+    keep = src != dst
+    src, dst = src[keep], dst[keep]
+    stats: dict = {}
+    paths = route_chunks(f.network(), f.adjacency, src, dst, 1e4, B, stats=stats)
+    assert paths == route_chunks(f.network(), f.adjacency, src, dst, 1e4, B)          # seeded
+    load: dict = {}
+    for a, b, p in zip(src, dst, paths):
+        hops = [int(a), *p, int(b)]
         assert all(f.adjacency[x, y] for x, y in zip(hops, hops[1:]))
+        for e in zip(hops, hops[1:]):
+            load[e] = load.get(e, 0) + 1e4
+    assert max(load.values()) / B == pytest.approx(stats["rerouted_s"])
+    assert stats["rerouted_s"] < stats["rounded_s"]
 
 
 def _grid(dims, wrap=True, mesh=False):
