@@ -7,9 +7,10 @@ in :func:`best_schedule` before anything leaves this module.
 Constructions (fast, always available): ``ring`` (on a Hamiltonian cycle of the ranks when the wiring has
 one among them, else in rank order with forwarded hops), ``biring`` (chunks split over both directions of
 the ring), ``multiring`` (both directions of every edge-disjoint Hamiltonian cycle found), ``direct`` (one
-step; all-to-all chunks spread over equal-length paths by load with rip-up-and-reroute, or beyond 64 ranks
-on paths drawn from the rounds of a multiplicative-weights balanced routing),
-``trees`` (every chunk down its own shortest-path broadcast tree, parents chosen by load),
+step per phase, every chunk on its own path over the whole fabric: :mod:`solvers.chunk_routing`),
+``trees`` (every chunk down its own shortest-path broadcast tree, parents chosen by load), ``saturate``
+(every in-circuit full at every step: :mod:`solvers.saturate`), ``dim-ordered`` / ``hierarchical``
+(per-dimension phases on recognized torus / full-mesh grids and grouped wirings: :mod:`solvers.dimensional`),
 ``double-tree`` (all-reduce on two complementary binary trees), ``recursive``
 (recursive doubling / halving for power-of-two groups), ``pairwise`` (all-to-all in n - 1
 shifted steps), ``bruck`` (all-to-all in ceil(log2 n) steps). All-reduce is
@@ -28,7 +29,10 @@ exchange data and >= ceil(log_{d+1} n); time >= alpha + the longest distance's h
 bound; all-gather / reduce-scatter bandwidth: (M / n) / min over cuts S of B_in(S) / |ranks
 outside S| (the exact optimum on any graph, ForestColl), found by binary search over parametric min-cuts
 (networkx max-flow); twice that for all-reduce; all-to-all: the max-concurrent-flow LP optimum
-(:func:`synth.network.optimal_routing`) with the ingress bound as a cheap check.
+(:func:`synth.network.optimal_routing`) with the ingress and hop bounds as cheap checks. A phase done in one
+step moves unicast flows only (a chunk's owner is its only holder), so it is bounded by min over hop limits
+h of h x hop latency + the flow LP on paths of at most h hops (:func:`synth.network.hop_limited_routing`);
+a phase in two or more steps pays one more alpha; the time bound is the smaller of the two.
 """
 from __future__ import annotations
 
