@@ -724,9 +724,11 @@ def default_chunks(fab: Fabric, coll: Collective) -> int:
 
 
 def best_schedule(fab: Fabric, coll: Collective, chunks: int | None = None, synthesize: bool = True,
-                  time_limit_s: float = 20.0, seed: int = 0) -> dict[str, Any]:
+                  time_limit_s: float = 20.0, seed: int = 0, forwarding: bool = True) -> dict[str, Any]:
     """Every candidate (constructions, and CP-SAT for groups of up to 16 ranks), checked, timed by the
-    analytical model; the fastest wins. Returns the schedule, its time, bounds, gap and the table."""
+    analytical model; the fastest wins (with `forwarding=False`, the fastest whose transfers all go straight
+    over a circuit: what a collective library without relays, e.g. an MSCCL XML, can run). Returns the
+    schedule, its time, bounds, gap and the table."""
     n = len(coll.ranks)
     if chunks is None:
         chunks = default_chunks(fab, coll)
@@ -747,11 +749,15 @@ def best_schedule(fab: Fabric, coll: Collective, chunks: int | None = None, synt
     for name, s in scheds.items():
         chk = check_schedule(s, fab.adjacency)
         t = fab.time_us(s) if chk.ok else float("inf")
-        table[name] = {"steps": len(s.steps), "time_us": t, "verified": chk.ok,
+        relays = any(tr.path for st in s.steps for tr in st)
+        table[name] = {"steps": len(s.steps), "time_us": t, "verified": chk.ok, "forwarded": relays,
                        **({"violation": chk.violations[0]} if not chk.ok else {})}
-        if chk.ok and (best is None or t < best[1]):
+        if chk.ok and (forwarding or not relays) and (best is None or t < best[1]):
             best = (s, t)
     if best is None:
+        if not forwarding:
+            raise InvalidInput("no schedule runs on direct circuits only between these ranks (every candidate "
+                               "forwards through other accelerators)", field="ranks")
         raise RuntimeError("no candidate schedule passed the checker")
     sched, t = best
     return {"schedule": sched, "time_us": t, "lower_bound_us": bounds.time_us, "bounds": bounds,

@@ -552,7 +552,8 @@ def parse_ranks(text: str, n: int) -> tuple[int, ...]:
               help="Seconds for CP-SAT synthesis (groups of up to 16 ranks).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=str), help="Schedule file (JSON).")
 @click.option("--msccl-xml", "xml_path", type=click.Path(dir_okay=False, path_type=str),
-              help="Also write the schedule as MSCCL algorithm XML.")
+              help="Also write the schedule as MSCCL algorithm XML (with --algorithm best: the fastest "
+                   "schedule whose transfers all go straight over a circuit).")
 @click.option("--json", "as_json", is_flag=True)
 @handles_errors
 def schedule(wiring: str, collective: str, ranks: str, size: str, chunks: int | None, bandwidth: float | None,
@@ -584,7 +585,7 @@ def schedule(wiring: str, collective: str, ranks: str, size: str, chunks: int | 
     k = chunks if chunks is not None else S.default_chunks(fab, coll)
     S.validate_group(fab, coll, k)
     if algorithm == "best":
-        res = S.best_schedule(fab, coll, k, time_limit_s=time_limit)
+        res = S.best_schedule(fab, coll, k, time_limit_s=time_limit, forwarding=not xml_path)
         sched, t, table = res["schedule"], res["time_us"], res["table"]
         bounds = res["bounds"]
     else:

@@ -139,6 +139,9 @@ def test_cli_schedule(tmp_path):
     assert code == 0 and {"steps", "time_us", "lower_bound_us", "gap", "algorithm", "verified"} <= set(res)
     assert res["verified"] and res["time_us"] >= res["lower_bound_us"]
     assert run("verify", wp, "--schedule", sp)[0] == 0
+    assert not any(t.get("path") for st in json.load(open(sp))["steps"] for t in st)   # MSCCL-exportable
+    code, _, err = run("schedule", wp, "--collective", "alltoall", "--bytes", "1MB", "--msccl-xml", xp)
+    assert code == 2 and "direct circuits only" in err        # on a ring every all-to-all forwards
     doc = json.load(open(sp))
     doc["steps"] = doc["steps"][:-1]
     bad = str(tmp_path / "bad.json")
