@@ -26,7 +26,6 @@ time limit or by Ctrl-C with a wiring in hand is FEASIBLE, never OPTIMAL (unless
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 
 import numpy as np
 

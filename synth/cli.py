@@ -4,7 +4,6 @@ the library. Every error a user can cause prints one line naming the file and fi
 from __future__ import annotations
 
 import functools
-import json
 import os
 import sys
 from typing import Any, Callable
@@ -623,11 +622,12 @@ def schedule(wiring: str, collective: str, ranks: str, size: str, chunks: int | 
     if as_json:
         echo_json(out)
         return
-    click.echo(f"{collective} on {n} ranks, {human_bytes(coll.bytes_)}: {sched.algorithm}, {len(sched.steps)} steps, "
+    click.echo(f"{collective} on {len(coll.ranks)} ranks, {human_bytes(coll.bytes_)}: {sched.algorithm}, {len(sched.steps)} steps, "
                f"{t:,.2f} us (lower bound {bounds.time_us:,.2f} us, gap {100 * out['gap']:.1f}%), verified")
     for name, row in table.items():
         click.echo(f"  {name:<28}{row['steps']:>5} steps {row['time_us']:>14,.2f} us" +
-                   ("" if row["verified"] else f"  REJECTED: {row['violation']}"))
+                   ("" if row["verified"] is not False else f"  REJECTED: {row['violation']}") +
+                   ("  (relays)" if row.get("forwarded") else ""))
     for path in (output, xml_path):
         if path:
             click.echo(f"wrote {path}")

@@ -31,10 +31,10 @@ from typing import Any, Callable
 import numpy as np
 
 from .collectives import Phase, algorithms
-from .fabric import FabricChoice, Inventory, build_network, parse_fabric
+from .fabric import FabricChoice, build_network, parse_fabric
 from .model import CollectiveKind, Wiring
 from .network import Network, completion_time, ecmp_loads, sample_paths
-from .workload import CommOp, ComputeOp, Workload, build_workload
+from .workload import CommOp, Workload, build_workload
 
 SECONDS_PER_YEAR = 365.25 * 24 * 3600
 BALANCED_ROUNDS = 100  # multiplicative-weights rounds of --routing balanced

@@ -11,7 +11,7 @@ from solvers.bounds import best_bound, moore_levels
 from solvers.exact import integer_units
 from synth.cli import main
 from synth.errors import Infeasible, InvalidInput
-from synth.model import Circuit, OCSLayout, SolveParams, SolveStatus, TrafficMatrix, Wiring
+from synth.model import Circuit, OCSLayout, SolveParams, SolveStatus, TrafficMatrix
 from synth.problem import WiringProblem
 from synth.verify import wiring_violations
 
