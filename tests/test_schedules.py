@@ -140,6 +140,8 @@ def test_cli_schedule(tmp_path):
     assert res["verified"] and res["time_us"] >= res["lower_bound_us"]
     assert run("verify", wp, "--schedule", sp)[0] == 0
     assert not any(t.get("path") for st in json.load(open(sp))["steps"] for t in st)   # MSCCL-exportable
+    code, out, _ = run("schedule", wp, "--collective", "allgather", "--bytes", "1MB", "--time-limit", "5")
+    assert code == 0 and "verified" in out.splitlines()[0]                   # the human-readable report
     code, _, err = run("schedule", wp, "--collective", "alltoall", "--bytes", "1MB", "--msccl-xml", xp)
     assert code == 2 and "direct circuits only" in err        # on a ring every all-to-all forwards
     doc = json.load(open(sp))
