@@ -682,18 +682,25 @@ def candidates(fab: Fabric, coll: Collective, chunks: int) -> dict[str, Schedule
     # best there, and its million transfers cost seconds to build and check
     builders = {"direct": direct} if coll.kind == A2A or n <= 64 else {}
     if coll.kind in (AG, RS, AR):
-        builders["ring"] = ring
-        if (chunks // n) % 2 == 0:
-            builders["biring"] = lambda f, c, k: ring(f, c, k, bidirectional=True)
+        rings = disjoint_rings(fab, coll.ranks) if n <= 256 else []
+        # beyond 64 ranks the forwarded fallbacks (a ring in rank order without a Hamiltonian cycle,
+        # recursive doubling without the hypercube's circuits) are never competitive and cost seconds each
+        small = n <= 64
+        if small or rings:
+            builders["ring"] = ring
+            if (chunks // n) % 2 == 0:
+                builders["biring"] = lambda f, c, k: ring(f, c, k, bidirectional=True)
         if n & (n - 1) == 0:
-            builders["recursive"] = recursive
+            sub = fab.adjacency[np.ix_(coll.ranks, coll.ranks)] > 0
+            cube = all(sub[i, i ^ (1 << b)] for i in range(n) for b in range(n.bit_length() - 1))
+            if small or cube:
+                builders["recursive"] = recursive
         builders["trees"] = trees
         if n <= 256:
             from .saturate import saturating_allgather
             builders["saturate"] = saturating_allgather
         if coll.kind == AR and chunks % 2 == 0:
             builders["double-tree"] = double_binary_tree
-        rings = disjoint_rings(fab, coll.ranks) if n <= 256 else []
         if len(rings) > 1 and (chunks // n) % (2 * len(rings)) == 0:
             builders["multiring"] = multiring
     from .dimensional import dimension_ordered, hierarchical
