@@ -528,6 +528,9 @@ def lower_bounds(fab: Fabric, coll: Collective, exact_cut_max: int = 64) -> Boun
     return Bounds(int(steps), bw, time_us, named)
 
 
+SAFE = 1 - 1e-6   # interior-point LP values (no crossover) are optimal to ~1e-8: shaved before use as bounds
+
+
 def _one_step_us(fab: Fabric, ranks: tuple[int, ...], per_pair: float,
                  diameter: int) -> tuple[float | None, float | None]:
     """(max-concurrent-flow LP time of per_pair bytes between every ordered pair of ranks over the whole
@@ -544,7 +547,7 @@ def _one_step_us(fab: Fabric, ranks: tuple[int, ...], per_pair: float,
     dem[ranks, ranks] = 0
     net = fab.network()
     try:   # a bound we cannot compute in time is left out, never fatal
-        lp = optimal_routing(net, dem, time_limit_s=10.0, crossover=False)[0] * 1e6
+        lp = optimal_routing(net, dem, time_limit_s=10.0, crossover=False)[0] * 1e6 * SAFE
     except InvalidInput:
         lp = None
     lat = fab.link_latency_us
@@ -558,7 +561,7 @@ def _one_step_us(fab: Fabric, ranks: tuple[int, ...], per_pair: float,
         if h * lat + floor >= best:
             break
         try:
-            best = min(best, h * lat + hop_limited_routing(net, dem, h, time_limit_s=20.0) * 1e6)
+            best = min(best, h * lat + hop_limited_routing(net, dem, h, time_limit_s=20.0) * 1e6 * SAFE)
         except InvalidInput:     # every limit from h up costs at least h x latency + the floor
             best = min(best, h * lat + floor)
             break

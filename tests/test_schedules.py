@@ -291,3 +291,19 @@ def test_saturating_allgather_meets_the_cut_bound_on_an_expander():
         assert check_schedule(s, adj).ok
         assert f.time_us(s) < 0.7 * f.time_us(S.trees(f, coll, 16 * 64))
         assert 1 - S.lower_bounds(f, coll).time_us / f.time_us(s) < 0.02
+
+
+@pytest.mark.parametrize("g", [nx.cycle_graph(8), nx.hypercube_graph(3), nx.complete_graph(6),
+                               nx.random_regular_graph(3, 12, seed=5)], ids=["ring", "cube", "full", "cubic12"])
+def test_no_construction_beats_the_lower_bound(g):
+    """The bounds are valid: with alpha and hop latency both present (so the one-step / more-steps split
+    and the hop-limited flow LPs matter), no candidate schedule is faster than the reported lower bound."""
+    f = S.Fabric(nx.to_numpy_array(nx.convert_node_labels_to_integers(g), dtype=int), B, 0.6, 0.2)
+    n = f.adjacency.shape[0]
+    for kind in ("allgather", "reducescatter", "allreduce", "alltoall"):
+        coll = Collective(kind, tuple(range(n)), 4e6)
+        bound = S.lower_bounds(f, coll).time_us
+        chunks = n * n * 2 if kind == "alltoall" else n * 4
+        for name, s in S.candidates(f, coll, chunks).items():
+            assert check_schedule(s, f.adjacency).ok, (kind, name)
+            assert f.time_us(s) >= bound * (1 - 1e-9), (kind, name, f.time_us(s), bound)
