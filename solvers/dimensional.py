@@ -97,8 +97,9 @@ def _factorizations(n: int, parts: int) -> list[tuple[int, ...]]:
 
 
 def group_dims(adjacency: np.ndarray, ranks: tuple[int, ...]) -> tuple[int, int] | None:
-    """(groups, group size) when blocks of consecutive ranks hold denser circuits inside than between
-    them and each block is connected by its own circuits; the densest such blocking. None otherwise."""
+    """(groups, group size) when blocks of consecutive ranks hold circuits at least twice as dense inside as
+    between them and each block is connected by its own circuits; the densest such blocking. None
+    otherwise."""
     from scipy.sparse.csgraph import connected_components
     n = len(ranks)
     sub = adjacency[np.ix_(ranks, ranks)]
@@ -110,7 +111,7 @@ def group_dims(adjacency: np.ndarray, ranks: tuple[int, ...]) -> tuple[int, int]
         inside = blocks[:, None] == blocks[None, :]
         inner = sub[inside].sum() / max(1, inside.sum() - n)
         outer = sub[~inside].sum() / max(1, (~inside).sum())
-        if inner <= outer:
+        if inner <= 2 * outer:                 # a real grouping: at least twice as dense inside
             continue
         if any(connected_components(sub[b * g:(b + 1) * g, b * g:(b + 1) * g] > 0)[0] > 1 for b in range(n // g)):
             continue
