@@ -167,7 +167,8 @@ def verify(wiring: str, instance_path: str | None, schedule_path: str | None, as
     if schedule_path:
         from .schedule import check_schedule, load_schedule
         from .verify import Violation
-        chk = check_schedule(load_schedule(schedule_path), w.adjacency())
+        sched = load_schedule(schedule_path)
+        chk = check_schedule(sched, w.adjacency())
         bad += [Violation("schedule", f"{schedule_path}: {v}") for v in chk.violations[:1]]
     result = {"wiring": wiring, "valid": not bad, "accelerators": w.accelerators,
               "ports_per_accelerator": w.ports_per_accelerator, "circuits": len(w.circuits),
@@ -181,6 +182,9 @@ def verify(wiring: str, instance_path: str | None, schedule_path: str | None, as
     else:
         click.echo(f"{wiring}: valid ({len(w.circuits)} circuits on {w.layout.switches} switches, "
                    f"{w.accelerators} accelerators x {w.ports_per_accelerator} ports)")
+        if schedule_path:
+            click.echo(f"{schedule_path}: valid {sched.collective.kind.value} on {len(sched.collective.ranks)} ranks "
+                       f"({len(sched.steps)} steps; every rank ends with the right data, every hop a circuit)")
     sys.exit(EXIT_INVALID if bad else 0)
 
 
