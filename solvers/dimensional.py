@@ -156,7 +156,8 @@ def dimension_ordered(fab, coll: Collective, chunks: int, dims: tuple[int, ...] 
     """The dimension-ordered schedule of `coll` on the grid `dims` (default: recognized from the wiring),
     dimensions taken in `order` (default: 0, 1, ...). With `rotate`, the chunks are split into one lane
     per dimension and lane l takes the dimensions in the order rotated by l, so every phase keeps every
-    dimension's circuits busy (when the chunks per rank, or per pair for all-to-all, divide into lanes)."""
+    dimension's circuits busy (needs at least one chunk per rank, all-to-all: per pair, and lane; the lanes
+    are balanced when those chunks divide by the dimensions)."""
     from .schedules import compose, validate_group
     validate_group(fab, coll, chunks)
     ranks, n = coll.ranks, len(coll.ranks)
@@ -173,10 +174,11 @@ def dimension_ordered(fab, coll: Collective, chunks: int, dims: tuple[int, ...] 
         k = chunks // (n * n)
         ids = np.array([(s * n + d) * k + j for s in range(n) for d in range(n) if s != d for j in range(k)],
                        dtype=np.int64)
-        L = len(order) if rotate and k % len(order) == 0 else 1
+        L = len(order) if rotate and k >= len(order) else 1
+        lane_of = (ids % k) % L    # lane l: the chunks j = l mod L of every pair, dimensions rotated by l
         lanes = []
-        for lane in range(L):      # lane l: the chunks j = l mod L of every pair, dimensions rotated by l
-            mine = ids[(ids % k) % L == lane]
+        for lane in range(L):
+            mine = ids[lane_of == lane]
             at = mine // (n * k)                              # current holder: the source
             dest = (mine // k) % n
             lane_steps = []
@@ -205,7 +207,7 @@ def dimension_ordered(fab, coll: Collective, chunks: int, dims: tuple[int, ...] 
     if coll.kind not in (AG, RS, AR):
         raise InvalidInput(f"{name} does not do {coll.kind.value}", field="algorithm")
     k = chunks // n
-    L = len(order) if rotate and k % len(order) == 0 else 1
+    L = len(order) if rotate and k >= len(order) else 1
     lanes = []
     for lane in range(L):          # lane l: chunks j = l mod L of every rank, dimensions rotated by l
         held = {a: [a * k + j for j in range(lane, k, L)] for a in range(n)}

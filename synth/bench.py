@@ -159,6 +159,12 @@ def bench_wire(path: str, solvers: list[str], time_limit_s: float, small_only: b
     return rows
 
 
+def _full_mesh_grid(dims: tuple[int, ...]) -> np.ndarray:
+    """A circuit between every two accelerators that differ in exactly one coordinate (row-major grid)."""
+    co = np.array(np.unravel_index(np.arange(int(np.prod(dims))), dims)).T
+    return ((co[:, None, :] != co[None, :, :]).sum(axis=2) == 1).astype(int)
+
+
 def classic_topologies() -> dict[str, np.ndarray]:
     """Circuit-count adjacencies of the classic topologies of the schedule benchmarks (the expanders: random
     4-regular graphs, seed 1)."""
@@ -173,13 +179,18 @@ def classic_topologies() -> dict[str, np.ndarray]:
             "torus-4x4": nx.to_numpy_array(torus(4), dtype=int),
             "torus-8x8": nx.to_numpy_array(torus(8), dtype=int),
             "torus-16x16": nx.to_numpy_array(torus(16), dtype=int),
+            "torus-4x4x4": nx.to_numpy_array(nx.convert_node_labels_to_integers(
+                nx.grid_graph([4, 4, 4], periodic=True)), dtype=int),
+            "fullmesh-3x3x3": _full_mesh_grid((3, 3, 3)),
             "expander-64": nx.to_numpy_array(nx.random_regular_graph(4, 64, seed=1), dtype=int),
             "expander-256": nx.to_numpy_array(nx.random_regular_graph(4, 256, seed=1), dtype=int)}
 
 
 def bench_schedule(names: list[str] | None = None, bytes_: float = 64e6, port_gbps: float = 800.0,
-                   alpha_us: float = 0.6, time_limit_s: float = 30.0, progress=None) -> list[dict[str, Any]]:
-    """Best schedule per (topology, collective): algorithm, steps, time, lower bound, gap, wall time."""
+                   alpha_us: float = 0.6, time_limit_s: float = 30.0, progress=None,
+                   chunks_per: int | None = None) -> list[dict[str, Any]]:
+    """Best schedule per (topology, collective): algorithm, steps, time, lower bound, gap, wall time.
+    `chunks_per`: chunks per rank (all-to-all: per pair); default 4 up to 16 ranks, else 16 (all-to-all: 1)."""
     from solvers import schedules as S
     from .errors import InvalidInput
     from .model import Collective
@@ -198,7 +209,8 @@ def bench_schedule(names: list[str] | None = None, bytes_: float = 64e6, port_gb
             if progress:
                 progress(f"{name}: {kind}")
             coll = Collective(kind, tuple(range(n)), bytes_)
-            chunks = n * n * (4 if n <= 16 else 1) if kind == "alltoall" else n * (4 if n <= 16 else 16)
+            per = chunks_per or ((4 if n <= 16 else 1) if kind == "alltoall" else (4 if n <= 16 else 16))
+            chunks = n * n * per if kind == "alltoall" else n * per
             t = time.perf_counter()
             res = S.best_schedule(f, coll, chunks, synthesize=n <= 16, time_limit_s=time_limit_s)
             rows.append({"topology": name, "collective": kind, "algorithm": res["schedule"].algorithm,

@@ -696,17 +696,21 @@ def bench_wire_cmd(suite: str, solvers: str, time_limit: float, small: bool, cas
 
 @bench.command("schedule")
 @click.option("--topology", "names", multiple=True,
-              help="biring-8, dgx1-8, torus-4x4, torus-8x8, torus-16x16, expander-64, expander-256 "
+              help="biring-8, dgx1-8, torus-4x4, torus-8x8, torus-16x16, torus-4x4x4, fullmesh-3x3x3, "
+                   "expander-64, expander-256 "
                    "(default: all).")
 @click.option("--bytes", "size", default="64MB", show_default=True)
+@click.option("--chunks", "chunks_per", type=click.IntRange(min=1),
+              help="Chunks per rank (all-to-all: per pair); default 4 up to 16 ranks, else 16 (all-to-all: 1).")
 @click.option("--time-limit", "time_limit", default=30.0, show_default=True, type=float)
 @click.option("--json", "as_json", is_flag=True)
 @handles_errors
-def bench_schedule_cmd(names: tuple[str, ...], size: str, time_limit: float, as_json: bool) -> None:
+def bench_schedule_cmd(names: tuple[str, ...], size: str, chunks_per: int | None, time_limit: float,
+                       as_json: bool) -> None:
     """Best schedules on classic topologies (100 GB/s circuits, alpha 0.6 us) against their lower bounds."""
     from .bench import bench_schedule, machine
     rows = bench_schedule(list(names) or None, parse_size(size), time_limit_s=time_limit,
-                          progress=lambda m: click.echo(m, err=True))
+                          progress=lambda m: click.echo(m, err=True), chunks_per=chunks_per)
     if as_json:
         echo_json({"rows": rows, "machine": machine()})
         return
