@@ -65,7 +65,28 @@ set_option = click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
                           help="Override an instance field, e.g. --set workload.context_tokens=1048576.")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class OneLineErrors(click.Group):
+    """Click reports a usage error (unknown option, bad choice, out-of-range value) with the usage text and
+    a blank line; ocs-synth keeps every bad-input message to one line naming the option, exit status 2."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.pop("standalone_mode", None)
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except click.UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx is not None else "ocs-synth"
+            click.echo(f"{where}: error: {exc.format_message()}", err=True)
+            sys.exit(2)
+        except click.ClickException as exc:        # e.g. a file option that cannot be opened
+            click.echo(f"ocs-synth: error: {exc.format_message()}", err=True)
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("ocs-synth: interrupted", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="ocs-synth")
 @click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
 @click.pass_context

@@ -128,3 +128,14 @@ def test_real_entry_point_exit_code_and_debug(tmp_path):
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
     r = subprocess.run([sys.executable, "-m", "synth.cli", "--debug", "verify", bad], capture_output=True, text=True)
     assert r.returncode != 0 and "Traceback" in r.stderr
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["schedule", "w.json", "--collective", "foo", "--bytes", "1MB"], "'--collective'"),
+    (["bench", "schedule", "--chunks", "0"], "'--chunks'"),
+    (["wire"], "Missing argument"),
+    (["nosuch"], "No such command"),
+])
+def test_usage_errors_are_one_line(argv, needle):
+    r = CliRunner().invoke(main, argv)
+    assert r.exit_code == 2 and needle in r.stderr and r.stderr.count("\n") == 1, r.stderr
