@@ -851,8 +851,9 @@ def milp_allgather(fab: Fabric, coll: Collective, chunks: int, steps: int, time_
 def select_for_workload(wl, wiring, port_bytes_per_s: float, alpha_us: float, link_latency_us: float = 0.0,
                         time_limit_s: float = 10.0, progress=None) -> list[tuple[Schedule, ...]]:
     """The selected schedules of every distinct communication op of a decode step on a wiring: one per
-    group of the op (a group's forwarded hops pass through accelerators of its own), so each entry is a
-    tuple of schedules that run together. CP-SAT / MILP synthesis joins in for single-group ops of up to
+    group of the op, so each entry is a tuple of schedules that run together. Each group's schedule is
+    chosen alone (its relays may cross other groups' accelerators); the evaluator times the groups
+    together (:func:`synth.evaluate.time_with_schedule`), so contention between them is charged. CP-SAT / MILP synthesis joins in for single-group ops of up to
     16 ranks, constructions only otherwise. All-to-all-v ops get an all-to-all schedule of their mean
     per-rank bytes; P2P and background ops keep the model's algorithm. Every schedule passed the checker in
     :func:`best_schedule`."""
