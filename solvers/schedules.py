@@ -220,8 +220,15 @@ def direct(fab: Fabric, coll: Collective, chunks: int) -> Schedule:
     s -> d; all-gather: rank s's chunks to every other rank; reduce-scatter: every rank's contribution to
     the owner's chunks (reduced there); all-reduce: both. All-gather style groups beyond 64 ranks use one
     shortest path per pair (the quadratic transfer count makes the other constructions better there)."""
+    return direct_groups(fab, [coll], chunks)[0]
+
+
+def direct_groups(fab: Fabric, colls: list[Collective], chunks: int) -> list[Schedule]:
+    """:func:`direct` for several groups that run at the same time (same kind, size and bytes), their
+    chunks routed together so that the groups' relays share the circuits evenly."""
     from .chunk_routing import route_chunks
-    n, ranks = len(coll.ranks), coll.ranks
+    coll = colls[0]
+    n = len(coll.ranks)
     if coll.kind not in (A2A, AG, RS, AR):
         raise InvalidInput(f"direct does not do {coll.kind.value}", field="algorithm")
     size = chunk_bytes(Schedule(coll, chunks, ()))
@@ -229,19 +236,45 @@ def direct(fab: Fabric, coll: Collective, chunks: int) -> Schedule:
     s_idx, d_idx = np.nonzero(~np.eye(n, dtype=bool))
     s_rep, d_rep = np.repeat(s_idx, k), np.repeat(d_idx, k)
     j_rep = np.tile(np.arange(k), s_idx.size)
-    r = np.asarray(ranks)
+    R = np.asarray([c.ranks for c in colls])                  # groups x n
+    src, dst = R[:, s_rep].ravel(), R[:, d_rep].ravel()
     if coll.kind == A2A or n <= 64:
-        paths = route_chunks(fab.network(), fab.adjacency, r[s_rep], r[d_rep], size, fab.port_bytes_per_s,
-                             fab.link_latency_us * 1e-6, rounds=24 if n > 64 else 60, time_limit_s=20.0)
+        paths = route_chunks(fab.network(), fab.adjacency, src, dst, size, fab.port_bytes_per_s,
+                             fab.link_latency_us * 1e-6, rounds=24 if n * len(colls) > 64 else 60,
+                             time_limit_s=20.0)
     else:
-        paths = [fab.path(int(r[a]), int(r[b])) for a, b in zip(s_rep.tolist(), d_rep.tolist())]
-    triples = list(zip(s_rep.tolist(), d_rep.tolist(), j_rep.tolist(), paths))
-    if coll.kind == A2A:
-        step = [Transfer(int(r[a]), int(r[b]), (a * n + b) * k + j, size, False, p) for a, b, j, p in triples]
-        return Schedule(coll, chunks, (tuple(step),), "direct")
-    rs = tuple(Transfer(int(r[a]), int(r[b]), b * k + j, size, True, p) for a, b, j, p in triples)
-    ag = tuple(Transfer(int(r[a]), int(r[b]), a * k + j, size, False, p) for a, b, j, p in triples)
-    return Schedule(coll, chunks, {RS: (rs,), AG: (ag,), AR: (rs, ag)}[coll.kind], "direct")
+        paths = [fab.path(int(a), int(b)) for a, b in zip(src.tolist(), dst.tolist())]
+    out = []
+    per = s_rep.size
+    for g, c in enumerate(colls):
+        r = R[g]
+        triples = list(zip(s_rep.tolist(), d_rep.tolist(), j_rep.tolist(), paths[g * per:(g + 1) * per]))
+        if coll.kind == A2A:
+            step = [Transfer(int(r[a]), int(r[b]), (a * n + b) * k + j, size, False, p) for a, b, j, p in triples]
+            out.append(Schedule(c, chunks, (tuple(step),), "direct"))
+            continue
+        rs = tuple(Transfer(int(r[a]), int(r[b]), b * k + j, size, True, p) for a, b, j, p in triples)
+        ag = tuple(Transfer(int(r[a]), int(r[b]), a * k + j, size, False, p) for a, b, j, p in triples)
+        out.append(Schedule(c, chunks, {RS: (rs,), AG: (ag,), AR: (rs, ag)}[c.kind], "direct"))
+    return out
+
+
+def joint_time_us(fab: Fabric, scheds: list[Schedule]) -> float:
+    """Analytical time of schedules that run at the same time, step by step: alpha + the longest path's
+    hop latency + the busiest directed circuit's bytes over all of them / its bandwidth."""
+    total = 0.0
+    for si in range(max(len(s.steps) for s in scheds)):
+        load: dict[tuple[int, int], float] = {}
+        hops_max = 0
+        for s in scheds:
+            for t in (s.steps[si] if si < len(s.steps) else ()):
+                hops = [t.src, *t.path, t.dst]
+                hops_max = max(hops_max, len(hops) - 1)
+                for a, b in zip(hops, hops[1:]):
+                    load[(a, b)] = load.get((a, b), 0.0) + t.bytes_
+        worst = max((v / (fab.adjacency[a, b] * fab.port_bytes_per_s) for (a, b), v in load.items()), default=0.0)
+        total += fab.alpha_us + hops_max * fab.link_latency_us + worst * 1e6
+    return total
 
 
 def recursive(fab: Fabric, coll: Collective, chunks: int) -> Schedule:
@@ -852,8 +885,9 @@ def select_for_workload(wl, wiring, port_bytes_per_s: float, alpha_us: float, li
                         time_limit_s: float = 10.0, progress=None) -> list[tuple[Schedule, ...]]:
     """The selected schedules of every distinct communication op of a decode step on a wiring: one per
     group of the op, so each entry is a tuple of schedules that run together. Each group's schedule is
-    chosen alone (its relays may cross other groups' accelerators); the evaluator times the groups
-    together (:func:`synth.evaluate.time_with_schedule`), so contention between them is charged. CP-SAT / MILP synthesis joins in for single-group ops of up to
+    chosen alone; when every group chose the one-step schedule, their chunks are also routed together
+    (:func:`direct_groups`, relays sharing the circuits evenly) and that is kept when it is faster for the
+    groups together (:func:`joint_time_us`, as the evaluator times them). CP-SAT / MILP synthesis joins in for single-group ops of up to
     16 ranks, constructions only otherwise. All-to-all-v ops get an all-to-all schedule of their mean
     per-rank bytes; P2P and background ops keep the model's algorithm. Every schedule passed the checker in
     :func:`best_schedule`."""
@@ -872,7 +906,13 @@ def select_for_workload(wl, wiring, port_bytes_per_s: float, alpha_us: float, li
         if progress:
             progress(f"schedules for {op.name} ({kind.value}, {op.groups.shape[0]} x {op.group_size} ranks)")
         single = op.groups.shape[0] == 1
-        out.append(tuple(best_schedule(fab, Collective(kind, tuple(int(r) for r in g), msg),
-                                       synthesize=single and op.group_size <= 16,
-                                       time_limit_s=time_limit_s)["schedule"] for g in op.groups))
+        colls = [Collective(kind, tuple(int(r) for r in g), msg) for g in op.groups]
+        chosen = [best_schedule(fab, c, synthesize=single and op.group_size <= 16,
+                                time_limit_s=time_limit_s)["schedule"] for c in colls]
+        if not single and chosen[0].algorithm == "direct" and all(s.chunks == chosen[0].chunks for s in chosen):
+            joint = direct_groups(fab, colls, chosen[0].chunks)   # route the groups' chunks together
+            if all(check_schedule(s, fab.adjacency).ok for s in joint) and \
+                    joint_time_us(fab, joint) < joint_time_us(fab, chosen):
+                chosen = joint
+        out.append(tuple(chosen))
     return out
