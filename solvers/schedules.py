@@ -260,21 +260,9 @@ def direct_groups(fab: Fabric, colls: list[Collective], chunks: int) -> list[Sch
 
 
 def joint_time_us(fab: Fabric, scheds: list[Schedule]) -> float:
-    """Analytical time of schedules that run at the same time, step by step: alpha + the longest path's
-    hop latency + the busiest directed circuit's bytes over all of them / its bandwidth."""
-    total = 0.0
-    for si in range(max(len(s.steps) for s in scheds)):
-        load: dict[tuple[int, int], float] = {}
-        hops_max = 0
-        for s in scheds:
-            for t in (s.steps[si] if si < len(s.steps) else ()):
-                hops = [t.src, *t.path, t.dst]
-                hops_max = max(hops_max, len(hops) - 1)
-                for a, b in zip(hops, hops[1:]):
-                    load[(a, b)] = load.get((a, b), 0.0) + t.bytes_
-        worst = max((v / (fab.adjacency[a, b] * fab.port_bytes_per_s) for (a, b), v in load.items()), default=0.0)
-        total += fab.alpha_us + hops_max * fab.link_latency_us + worst * 1e6
-    return total
+    """Analytical time of schedules that run at the same time (:func:`synth.schedule.joint_time_us`)."""
+    from synth.schedule import joint_time_us as joint
+    return joint(scheds, fab.adjacency, fab.port_bytes_per_s, fab.alpha_us, fab.link_latency_us)
 
 
 def recursive(fab: Fabric, coll: Collective, chunks: int) -> Schedule:

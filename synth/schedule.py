@@ -173,15 +173,22 @@ def schedule_time_us(schedule: Schedule, adjacency: np.ndarray, port_bytes_per_s
                      link_latency_us: float = 0.0) -> float:
     """Analytical time: per step alpha + the longest path's hop latency + the most loaded directed
     circuit's bytes / its bandwidth (circuits x B)."""
+    return joint_time_us((schedule,), adjacency, port_bytes_per_s, alpha_us, link_latency_us)
+
+
+def joint_time_us(schedules, adjacency: np.ndarray, port_bytes_per_s: float, alpha_us: float,
+                  link_latency_us: float = 0.0) -> float:
+    """The analytical time of schedules that run at the same time, step by step (their loads add up)."""
     total = 0.0
-    for step in schedule.steps:
+    for si in range(max((len(s.steps) for s in schedules), default=0)):
         load: dict[tuple[int, int], float] = {}
         hops_max = 0
-        for t in step:
-            hops = [t.src, *t.path, t.dst]
-            hops_max = max(hops_max, len(hops) - 1)
-            for a, b in zip(hops, hops[1:]):
-                load[(a, b)] = load.get((a, b), 0.0) + t.bytes_
+        for s in schedules:
+            for t in (s.steps[si] if si < len(s.steps) else ()):
+                hops = [t.src, *t.path, t.dst]
+                hops_max = max(hops_max, len(hops) - 1)
+                for a, b in zip(hops, hops[1:]):
+                    load[(a, b)] = load.get((a, b), 0.0) + t.bytes_
         worst = max((v / (adjacency[a, b] * port_bytes_per_s) for (a, b), v in load.items()), default=0.0)
         total += alpha_us + hops_max * link_latency_us + worst * 1e6
     return total
