@@ -213,12 +213,9 @@ def dimension_ordered(fab, coll: Collective, chunks: int, dims: tuple[int, ...] 
         held = {a: [a * k + j for j in range(lane, k, L)] for a in range(n)}
         lane_steps: list[list[Transfer]] = []
         for ax in order[lane:] + order[:lane]:
-            new_held = {}
-            lane_steps += _merge([_gather_phase(fab, ranks, sub, ln, held, size) for ln in _lines(dims, ax)])
-            for ln in _lines(dims, ax):
-                union = sorted(c for a in ln for c in held[a])
-                new_held.update({a: union for a in ln})
-            held = new_held
+            lines = _lines(dims, ax)
+            lane_steps += _merge([_gather_phase(fab, ranks, sub, ln, held, size) for ln in lines])
+            held = {a: union for ln in lines for union in [sorted(c for m in ln for c in held[m])] for a in ln}
         lanes.append(lane_steps)
     steps = _merge(lanes)
     ag = Schedule(Collective(AG, coll.ranks, coll.bytes_), chunks, tuple(map(tuple, steps)), name)
