@@ -355,22 +355,11 @@ def optimal_routing(net: Network, demand: np.ndarray, time_limit_s: float = 60.0
     b[:, :n] = demand[:, dests].T
     keep = np.ones((K, V), dtype=bool)
     keep[np.arange(K), dests] = False
-    A_eq, b_eq = A[keep.ravel()], b[keep]
-    # capacity: sum_k f[k, e] - theta * c_e <= 0
-    A_ub = sp.csr_matrix((np.concatenate([np.ones(K * E), -cap]),
-                          (np.concatenate([e_idx, np.arange(E)]), np.concatenate([col, np.full(E, nv - 1)]))),
-                         shape=(E, nv))
-    ub = np.full(nv, np.inf)
-    # no transit through non-forwarding nodes: flows into v != dest_k are zero
-    blocked = ~net.forwards[net.dst[e_idx]] & (net.dst[e_idx] != dests[k_idx])
-    ub[:K * E][blocked] = 0.0
-    c = np.zeros(nv)
-    c[-1] = 1.0
-    status, _, x = _solve_lp(c, A_ub, np.zeros(E), A_eq, b_eq, np.zeros(nv), ub, time_limit_s, crossover)
+    status, theta, f = _min_theta(net, cap, dests[k_idx], e_idx, A[keep.ravel()], b[keep], None, time_limit_s,
+                                  crossover)
     if status != "optimal":
         raise InvalidInput(f"routing LP stopped: {status}", field="routing")
-    f = np.maximum(x[:-1], 0.0).reshape(K, E)
-    return float(x[-1]) * d_scale / c_scale, f.sum(axis=0) * d_scale
+    return theta * d_scale / c_scale, np.maximum(f, 0.0).reshape(K, E).sum(axis=0) * d_scale
 
 
 def hop_limited_routing(net: Network, demand: np.ndarray, hops: int, time_limit_s: float = 60.0) -> float:
@@ -412,23 +401,34 @@ def hop_limited_routing(net: Network, demand: np.ndarray, hops: int, time_limit_
     b[:, :n, H - 1] = demand[:, dests].T
     keep = np.ones((K, V, H), dtype=bool)
     keep[np.arange(K), dests, :] = False
-    A_eq, b_eq = A[keep.ravel()], b[keep]
-    A_ub = sp.csr_matrix((np.concatenate([np.ones(nf), -cap]),
-                          (np.concatenate([e_idx, np.arange(E)]), np.concatenate([col, np.full(E, nf)]))),
-                         shape=(E, nf + 1))
-    ub = np.full(nf + 1, np.inf)
-    # a unit may not be left with no hops anywhere but its destination, nor cross non-forwarding nodes
+    # a unit may not be left with no hops anywhere but its destination
     stuck = (r_idx == 1) & (net.dst[e_idx] != dests[k_idx])
-    blocked = ~net.forwards[net.dst[e_idx]] & (net.dst[e_idx] != dests[k_idx])
-    ub[:nf][stuck | blocked] = 0.0
-    c = np.zeros(nf + 1)
-    c[-1] = 1.0
-    status, _, x = _solve_lp(c, A_ub, np.zeros(E), A_eq, b_eq, np.zeros(nf + 1), ub, time_limit_s, False)
+    status, theta, _ = _min_theta(net, cap, dests[k_idx], e_idx, A[keep.ravel()], b[keep], stuck, time_limit_s,
+                                  False)
     if status == "infeasible":
         return float("inf")
     if status != "optimal":
         raise InvalidInput(f"hop-limited routing LP stopped: {status}", field="routing")
-    return float(x[-1]) * d_scale / c_scale
+    return theta * d_scale / c_scale
+
+
+def _min_theta(net: Network, cap: np.ndarray, dest_of: np.ndarray, e_idx: np.ndarray, A_eq: sp.csr_matrix,
+               b_eq: np.ndarray, zero: np.ndarray | None, time_limit_s: float,
+               crossover: bool) -> tuple[str, float, np.ndarray]:
+    """min theta over flow columns (column i: toward dest_of[i] on link e_idx[i]; A_eq has one more column,
+    theta, last) with every link's flow <= theta x cap, no transit through non-forwarding nodes and the
+    `zero` columns held at 0. Returns (status, theta, flows)."""
+    nf, E = e_idx.size, net.links
+    A_ub = sp.csr_matrix((np.concatenate([np.ones(nf), -cap]),
+                          (np.concatenate([e_idx, np.arange(E)]), np.concatenate([np.arange(nf), np.full(E, nf)]))),
+                         shape=(E, nf + 1))
+    ub = np.full(nf + 1, np.inf)
+    blocked = ~net.forwards[net.dst[e_idx]] & (net.dst[e_idx] != dest_of)
+    ub[:nf][blocked if zero is None else blocked | zero] = 0.0
+    c = np.zeros(nf + 1)
+    c[-1] = 1.0
+    status, _, x = _solve_lp(c, A_ub, np.zeros(E), A_eq, b_eq, np.zeros(nf + 1), ub, time_limit_s, crossover)
+    return status, (float(x[-1]) if status == "optimal" else float("nan")), x[:-1]
 
 
 def _solve_lp(c: np.ndarray, A_ub: sp.csr_matrix, b_ub: np.ndarray, A_eq: sp.csr_matrix, b_eq: np.ndarray,
