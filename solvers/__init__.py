@@ -233,13 +233,18 @@ def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = Sol
         from .exact import solve_cpsat, solve_milp
         try:
             res = (solve_milp if solver == "milp" else solve_cpsat)(problem, params)
-            if res.artifact is None and res.status == SolveStatus.NO_SOLUTION:   # never nothing
+            if res.status == SolveStatus.NO_SOLUTION or (res.artifact is not None and   # never nothing
+                                                         not np.isfinite(res.objective)):
                 inc = baseline(problem, "expander", params)
-                res = SolveResult(SolveStatus.FEASIBLE, inc.objective, inc.bound, time.perf_counter() - t0,
+                bound = min(inc.objective, max(inc.bound or 0.0, res.bound or 0.0))   # the solver's bound holds
+                res = SolveResult(SolveStatus.FEASIBLE, inc.objective, bound, time.perf_counter() - t0,
                                   res.solver, res.solver_version, params.seed, res.limit,
                                   inc.artifact.with_meta(solve={**inc.artifact.solve, "solver": res.solver,
-                                                                "status": "FEASIBLE", "incumbent": "expander"}),
-                                  message=f"{res.message}; returning the expander baseline", extra=inc.extra)
+                                                                "status": "FEASIBLE", "incumbent": "expander",
+                                                                "bound": bound,
+                                                                "gap": (inc.objective - bound) / inc.objective}),
+                                  message=f"{res.message or 'no usable wiring'}; returning the expander baseline",
+                                  extra=inc.extra)
         except KeyboardInterrupt:   # Ctrl-C: the best wiring we can stand behind, marked as such
             inc = baseline(problem, "expander", params)
             res = SolveResult(SolveStatus.FEASIBLE, inc.objective, inc.bound, time.perf_counter() - t0, solver,

@@ -175,6 +175,34 @@ def _symmetry_rows(problem: WiringProblem, ix: _Index) -> list[tuple[int, int, i
     return [(r, a, b) for r, a, b in rows if key(r, a) in pair_kind and key(r, b) in pair_kind]
 
 
+def _cluster_rows(problem: WiringProblem, ix: _Index, need_of=None):
+    """Cut-set rows on the accelerator sets the demand clusters into (weak components of the demand at or
+    above each of its distinct values; e.g. the tensor-parallel groups): demand leaving or entering S needs
+    circuits across the cut, `need_of(bytes)` of them (at least one), and the ports S keeps for itself then
+    hold at most floor((ports of S - need) / 2) circuits inside S (a Chvatal-Gomory rounding the LP
+    relaxation does not see). Rows as in `_topology_rows`, over the pair keys."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+    t = problem.traffic.bytes_
+    n = ix.n
+    seen: set[frozenset] = set()
+    ports = ix.cap.sum(axis=1)
+    for th in np.unique(t[t > 0]):
+        k, lab = connected_components(sp.csr_matrix(t >= th), directed=True, connection="weak")
+        for c in range(k):
+            inside = lab == c
+            S = frozenset(np.flatnonzero(inside).tolist())
+            if len(S) < 2 or len(S) == n or S in seen:
+                continue
+            seen.add(S)
+            crossing = max(t[np.ix_(inside, ~inside)].sum(), t[np.ix_(~inside, inside)].sum())
+            if crossing <= 0:
+                continue
+            need = max(1, need_of(crossing) if need_of else 1)
+            yield [(p, 1) for p in ix.pairs if (p[0] in S) != (p[1] in S)], ">=", need
+            yield [(p, 1) for p in ix.pairs if p[0] in S and p[1] in S], "<=", (int(ports[sorted(S)].sum()) - need) // 2
+
+
 def _flow_keys(problem: WiringProblem, ix: _Index):
     """Flow variables (source k, arc a -> b) of both models (direct policy: only arcs leaving k), and for
     each (k, node) the keys leaving and entering it."""
@@ -226,11 +254,153 @@ def _two_stage(problem: WiringProblem, params: SolveParams, solve) -> SolveResul
 
 # --------------------------------------------------------------------------------------------------
 def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams()) -> SolveResult:
-    """Exact MILP through PuLP; `params.backend` is "cbc", "highs" or "auto" (HiGHS when available)."""
-    return _two_stage(problem, params, _solve_milp)
+    """Exact MILP through PuLP; `params.backend` is "cbc", "highs" or "auto" (HiGHS when available).
+
+    The time objective (multi-hop) runs in probes after a first round of the plain model (FIRST_SHARE of the
+    time). Each probe asks for a wiring at least as good as a given time (`_solve_milp` with `cutoff`), which
+    admits the residual-capacity and cluster cuts at that time: first the best answer's time (better
+    wirings), then a bisection between the bound and the answer. A probe proven infeasible raises the bound
+    to its time, one that finds a wiring lowers the answer, one that runs out of its share (half the time
+    left) moves the next probe towards the bound. Every probe's answer and bound are in `rounds`."""
+    from dataclasses import replace
+    from functools import partial
+    if problem.objective != "time" or problem.policy == "direct":
+        return _two_stage(problem, params, _solve_milp)
+    t0 = time.perf_counter()
+    best = _two_stage(problem, replace(params, time_limit_s=params.time_limit_s * FIRST_SHARE), _solve_milp)
+    rounds = [_round(best, None)]
+    if best.status == SolveStatus.FEASIBLE and not np.isfinite(best.objective or np.inf):
+        left = params.time_limit_s - (time.perf_counter() - t0)    # no usable answer yet: the plain model on
+        if left >= 1.0:
+            best = _two_stage(problem, replace(params, time_limit_s=left), _solve_milp)
+            rounds.append(_round(best, None))
+    if best.status != SolveStatus.FEASIBLE or best.objective is None or not np.isfinite(best.objective):
+        return best
+    bound = best.bound or 0.0
+    step = 1.0          # the first probe looks for better wirings than the first round's, then bisection
+    while True:
+        left = params.time_limit_s - (time.perf_counter() - t0)
+        inc = best.objective
+        if left < 1.0 or inc - bound <= params.rel_gap * inc:
+            break
+        probe = bound + step * (inc - bound)
+        share = left if step < 0.1 else max(1.0, left / 2)
+        res = _two_stage(problem, replace(params, time_limit_s=share), partial(_solve_milp, cutoff=probe))
+        rounds.append(_round(res, probe))
+        if res.status == SolveStatus.INFEASIBLE:            # nothing at least as good as the probe
+            bound = max(bound, probe * (1 - 1e-7))
+            continue
+        db = res.bound if res.objective is not None else res.extra.get("model_bound_s")
+        if db is not None:
+            bound = max(bound, min(probe, db))
+        if res.objective is not None and res.objective <= inc:
+            best = res
+            if res.status == SolveStatus.OPTIMAL:          # optimal among all wirings as good as the probe
+                bound = max(bound, res.objective)
+        if step == 1.0:
+            step = 0.5
+        elif res.objective is None:
+            step /= 2                                       # out of time: a probe nearer the bound
+    return _combined(problem, params, t0, best, min(bound, best.objective), rounds)
 
 
-def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool) -> SolveResult:
+FIRST_SHARE = 0.3   # of the time limit, for the plain time model before the probes
+
+
+def _round(res: SolveResult, probe: float | None) -> dict:
+    return {"probe": probe, "status": res.status.value, "objective": res.objective, "bound": res.bound,
+            "wall_s": round(res.wall_s, 3)}
+
+
+def _combined(problem: WiringProblem, params: SolveParams, t0: float, best: SolveResult, bound: float,
+              rounds: list[dict]) -> SolveResult:
+    """The rounds as one answer: the best wiring with the best bound any round proved."""
+    status = SolveStatus.OPTIMAL if best.objective - bound <= params.rel_gap * best.objective + 1e-15 \
+        else SolveStatus.FEASIBLE
+    wall = time.perf_counter() - t0
+    limit = Limit.NONE if status == SolveStatus.OPTIMAL else Limit.TIME
+    sv = dict(best.artifact.solve)
+    sv["bounds"] = {**sv.get("bounds", {}), "model": bound}
+    sv.update(status=status.value, bound=bound, wall_s=round(wall, 3), rounds=rounds,
+              gap=max(0.0, (best.objective - bound) / best.objective) if best.objective else 0.0)
+    return SolveResult(status, best.objective, bound, wall, best.solver, best.solver_version, params.seed, limit,
+                       best.artifact.with_meta(solve=sv), extra={**best.extra, "rounds": rounds})
+
+
+def _source_routing(prob, problem: WiringProblem, ix: _Index, D: np.ndarray, lam):
+    """Flows aggregated by source, conserved at every accelerator (scaled by lam when timed). Returns the
+    load terms of every arc and all flow variables."""
+    import pulp
+    keys, out_k, inn_k = _flow_keys(problem, ix)
+    f = {key: prob.add_variable("f_%d_%d_%d" % key, 0) for key in keys}
+    out = {kv: [f[key] for key in ks] for kv, ks in out_k.items()}
+    inn = {kv: [f[key] for key in ks] for kv, ks in inn_k.items()}
+    for k in ix.srcs:
+        for v_ in range(ix.n):
+            if problem.policy == "direct" and v_ != k and D[k, v_] == 0:
+                continue
+            rhs = D[k].sum() if v_ == k else -D[k, v_]
+            expr = pulp.lpSum(out.get((k, v_), [])) - pulp.lpSum(inn.get((k, v_), []))
+            prob += (expr == (lam * rhs if lam is not None else rhs))
+    loads: dict[tuple[int, int], list] = {arc: [] for arc in ix.arcs}
+    for (k, a, b), var in f.items():
+        loads[(a, b)].append(var)
+    return loads, list(f.values())
+
+
+def _layered_routing(prob, ix: _Index, D: np.ndarray, cap: float, lam, lam_lo: float, x):
+    """Source-aggregated flows split by hop: what goes straight to its destination (dir), the first hop of
+    the rest (h, never delivered where it lands) and its later hops (q, which deliver it). Every routing
+    with simple paths fits this, so it is exact, and it exposes each pair's relayed bytes
+    lam D - dir to the residual-capacity cut of network design: at lam >= lam_lo a pair whose demand is
+    u = lam_lo D / cap circuits' worth relays at least cap (u - m)(m + 1 - x) over a pair with x circuits,
+    m = floor(u) (the convex hull of max(0, u - x) on integer x, valid for every lam >= lam_lo)."""
+    import pulp
+    n = ix.n
+    arcs = set(ix.arcs)
+    loads: dict[tuple[int, int], list] = {arc: [] for arc in ix.arcs}
+    flows = []
+    ncut = 0
+    for k in (int(k) for k in ix.srcs):
+        dests = [v for v in range(n) if D[k, v] > 0]
+        dr = {v: prob.add_variable(f"d_{k}_{v}", 0) for v in dests if (k, v) in arcs}
+        h = {v: prob.add_variable(f"h_{k}_{v}", 0) for v in range(n) if (k, v) in arcs}
+        q = {(a, b): prob.add_variable(f"q_{k}_{a}_{b}", 0) for (a, b) in ix.arcs if k not in (a, b)}
+        relayed = {v: lam * D[k, v] - dr.get(v, 0) for v in dests}
+        for v, var in dr.items():
+            prob += var <= lam * D[k, v]
+            loads[(k, v)].append(var)
+        for v, var in h.items():
+            loads[(k, v)].append(var)
+        qin: dict[int, list] = {}
+        qout: dict[int, list] = {}
+        for (a, b), var in q.items():
+            loads[(a, b)].append(var)
+            qout.setdefault(a, []).append(var)
+            qin.setdefault(b, []).append(var)
+        prob += pulp.lpSum(h.values()) == pulp.lpSum(relayed.values())
+        for v in range(n):
+            if v == k:
+                continue
+            into = pulp.lpSum(qin.get(v, []))
+            prob += h.get(v, 0) + into == pulp.lpSum(qout.get(v, [])) + relayed.get(v, 0)
+            if v in relayed:
+                prob += into >= relayed[v]          # what is delivered after a relay arrived on a later hop
+        for v in dests:
+            u = lam_lo * D[k, v] / cap
+            m = math.floor(u)
+            p = (min(k, v), max(k, v))
+            if p in ix.max_x and u - m > 1e-9 and m + 1 <= ix.max_x[p]:
+                prob += relayed[v] >= cap * (u - m) * (m + 1 - x[p])
+                ncut += 1
+        flows += [*dr.values(), *h.values(), *q.values()]
+    return loads, flows, ncut
+
+
+def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool,
+                cutoff: float | None = None) -> SolveResult:
+    """One MILP solve; with `cutoff` (the time of a known wiring) the model only admits wirings at least
+    that good, which makes the cluster and residual-capacity cuts stronger."""
     import pulp
 
     t0 = time.perf_counter()
@@ -252,33 +422,32 @@ def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool) -
     sym = _symmetry_rows(problem, ix)
     for r, a, b in sym:
         prob += x[(min(r, a), max(r, a))] >= x[(min(r, b), max(r, b))]
-    keys, out_k, inn_k = _flow_keys(problem, ix)
-    f = {key: prob.add_variable("f_%d_%d_%d" % key, 0) for key in keys}
-    lam = prob.add_variable("lam", 0) if problem.objective == "time" else None
-    out = {kv: [f[key] for key in ks] for kv, ks in out_k.items()}
-    inn = {kv: [f[key] for key in ks] for kv, ks in inn_k.items()}
-    for k in ix.srcs:
-        for v_ in range(ix.n):
-            if problem.policy == "direct" and v_ != k and D[k, v_] == 0:
-                continue
-            rhs = D[k].sum() if v_ == k else -D[k, v_]
-            expr = pulp.lpSum(out.get((k, v_), [])) - pulp.lpSum(inn.get((k, v_), []))
-            prob += (expr == (lam * rhs if lam is not None else rhs))
+    timed = problem.objective == "time"
+    # only wirings at least as good as the cutoff (shaved so the cutoff's own wiring stays inside)
+    lam_lo = (1 - 1e-7) / cutoff if (timed and cutoff) else 0.0
+    # circuits a cut needs at lam >= lam_lo (each carries cap per unit of 1 / lam)
+    need_of = (lambda b: math.ceil(lam_lo * b / scale / cap * (1 - 1e-9))) if lam_lo else None
+    ncl = 0
+    for terms, sense, rhs in _cluster_rows(problem, ix, need_of):
+        expr = pulp.lpSum(c * x[k] for k, c in terms)
+        prob += (expr <= rhs) if sense == "<=" else (expr >= rhs)
+        ncl += 1
+    lam = prob.add_variable("lam", lam_lo) if timed else None
+    if timed and lam_lo and problem.policy != "direct":
+        loads, flows, ncut = _layered_routing(prob, ix, D, cap, lam, lam_lo, x)
+    else:
+        loads, flows = _source_routing(prob, problem, ix, D, lam)
+        ncut = 0
     big = float(D.sum())
     for (a, b) in ix.arcs:
-        p = (min(a, b), max(a, b))
-        load = pulp.lpSum(f[(k, a, b)] for k in ix.srcs if (k, a, b) in f)
-        if problem.objective == "time":
-            prob += load <= cap * x[p]
-        else:
-            prob += load <= big * x[p]
+        prob += pulp.lpSum(loads[(a, b)]) <= (cap if timed else big) * x[(min(a, b), max(a, b))]
     lb, _ = best_bound(problem, lp=False)         # valid cuts: the model can stop once it meets them
-    if problem.objective == "time":
+    if timed:
         prob += lam <= 1.0 / lb if lb > 0 else lam >= 0
         prob += lam
     else:
-        prob += pulp.lpSum(f.values()) >= lb / scale * (1 - 1e-9)
-        prob += pulp.lpSum(f.values())
+        prob += pulp.lpSum(flows) >= lb / scale * (1 - 1e-9)
+        prob += pulp.lpSum(flows)
     if backend == "highs":
         solver = pulp.HiGHS(msg=False, timeLimit=params.time_limit_s, threads=params.threads,
                             gapRel=params.rel_gap, random_seed=params.seed)
@@ -298,8 +467,14 @@ def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool) -
         return SolveResult(SolveStatus.INFEASIBLE, None, None, wall, name, version, params.seed, limit,
                            message="the MILP is infeasible")
     if prob.sol_status not in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
+        extra = {}
+        if backend == "highs" and problem.objective == "time":
+            db = abs(prob.solverModel.getInfo().mip_dual_bound)
+            if np.isfinite(db) and db > 0:
+                extra["model_bound_s"] = 1.0 / db
         return SolveResult(SolveStatus.NO_SOLUTION, None, None, wall, name, version, params.seed, limit,
-                           message=f"solver stopped without a solution ({pulp.LpStatus[prob.status]})")
+                           message=f"solver stopped without a solution ({pulp.LpStatus[prob.status]})",
+                           extra=extra)
     status = SolveStatus.OPTIMAL if prob.sol_status == pulp.LpSolutionOptimal and limit == Limit.NONE \
         else SolveStatus.FEASIBLE
     counts = _counts(problem, ix, {k: int(round(v.value() or 0)) for k, v in y.items()} if per_switch else
@@ -308,7 +483,9 @@ def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool) -
         return SolveResult(SolveStatus.NO_SOLUTION, None, None, wall, name, version, params.seed, limit,
                            message="relaxed optimum does not fit on the switches", extra={"uncolourable": True})
     model_bound = None
-    extra: dict = {"backend": backend, "symmetry_rows": len(sym)}
+    extra: dict = {"backend": backend, "symmetry_rows": len(sym), "cluster_rows": ncl}
+    if lam_lo:
+        extra.update(cutoff=cutoff, residual_cuts=ncut)
     if problem.objective == "time":
         lam_v = lam.value()
         extra["model_objective"] = 1.0 / lam_v if lam_v else float("inf")
@@ -370,6 +547,9 @@ def _solve_cpsat(problem: WiringProblem, params: SolveParams, per_switch: bool) 
     sym = _symmetry_rows(problem, ix)
     for r, a, b in sym:
         m.Add(x[(min(r, a), max(r, a))] >= x[(min(r, b), max(r, b))])
+    for terms, sense, rhs in _cluster_rows(problem, ix):
+        expr = sum(c * x[k] for k, c in terms)
+        m.Add(expr <= rhs) if sense == "<=" else m.Add(expr >= rhs)
     total = int(D.sum())
     exact_units_ok = bool(np.allclose(D * unit, problem.traffic.bytes_))
     keys, out_k, inn_k = _flow_keys(problem, ix)

@@ -260,3 +260,25 @@ def test_symmetry_rows_keep_the_optimum(monkeypatch, objective):
     without = wire(p, "milp", SolveParams(time_limit_s=60, backend="highs"))
     assert with_rows.status == without.status == SolveStatus.OPTIMAL
     assert with_rows.objective == pytest.approx(without.objective, rel=1e-6)
+
+
+def test_cluster_rows_and_probes_keep_the_optimum(monkeypatch):
+    import solvers.exact as ex
+    from solvers.exact import _index, _solve_milp
+    p = problem(tp_pp_demand(3, 2, p2p=3e8), 3)
+    ix = _index(p)
+    rows = list(ex._cluster_rows(p, ix))
+    # the two TP groups: one circuit across each cut, the rest of their 9 ports hold at most 4 circuits inside
+    assert sorted(rhs for _, sense, rhs in rows if sense == "<=") == [4, 4]
+    assert all(rhs == 1 for _, sense, rhs in rows if sense == ">=")
+    ref = wire(p, "milp", SolveParams(time_limit_s=60, backend="highs"))
+    assert ref.status == SolveStatus.OPTIMAL and ref.extra["cluster_rows"] == 4
+    params = SolveParams(time_limit_s=60, backend="highs")
+    above = _solve_milp(p, params, per_switch=False, cutoff=ref.objective * 1.05)   # residual cuts on
+    assert above.extra["residual_cuts"] > 0
+    assert above.status == SolveStatus.OPTIMAL and above.objective == pytest.approx(ref.objective, rel=1e-6)
+    below = _solve_milp(p, params, per_switch=False, cutoff=ref.objective * (1 - 1e-4))
+    assert below.status == SolveStatus.INFEASIBLE          # nothing better than the optimum
+    monkeypatch.setattr(ex, "_cluster_rows", lambda *a, **k: iter(()))
+    plain = wire(p, "milp", SolveParams(time_limit_s=60, backend="highs"))
+    assert plain.status == SolveStatus.OPTIMAL and plain.objective == pytest.approx(ref.objective, rel=1e-6)
