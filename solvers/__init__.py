@@ -34,6 +34,7 @@ from synth.model import Limit, SolveParams, SolveResult, SolveStatus, Wiring
 from synth.problem import WiringProblem
 
 from . import baselines
+from .structured import near_moore
 from .bounds import LP_BOUND_MAX, best_bound
 
 SOLVERS = ("auto", "milp", "cpsat", "lp-round", "search", "expander", "torus", "topoopt", "greedy")
@@ -261,6 +262,9 @@ def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = Sol
     else:  # search: start from the best quick baseline
         cands = {"expander": baselines.expander(problem.layout, params.seed),
                  "topoopt": baselines.topoopt(problem.traffic.bytes_, problem.layout, params.seed)}
+        geometric = near_moore(problem.layout, params.seed)
+        if geometric is not None:
+            cands["near-moore"] = geometric
         name, start, score = _scored_start(problem, params, cands)
         res = _search(problem, params, start, "search", t0, {"start": name}, score)
     if res.artifact is not None:

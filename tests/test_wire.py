@@ -282,3 +282,23 @@ def test_cluster_rows_and_probes_keep_the_optimum(monkeypatch):
     monkeypatch.setattr(ex, "_cluster_rows", lambda *a, **k: iter(()))
     plain = wire(p, "milp", SolveParams(time_limit_s=60, backend="highs"))
     assert plain.status == SolveStatus.OPTIMAL and plain.objective == pytest.approx(ref.objective, rel=1e-6)
+
+
+def test_near_moore_wiring_from_the_biaffine_plane():
+    from scipy.sparse.csgraph import shortest_path
+    from solvers.baselines import expander
+    from solvers.structured import near_moore
+    for n in (50, 48):                                  # 2 q^2 for q = 5, and two vertices removed
+        lay = OCSLayout.uniform(n, 6)
+        w = near_moore(lay)
+        assert w is not None and not wiring_violations(w) and w.degree().max() == 6
+        assert w.degree().sum() >= 6 * n - 4            # at most a couple of idle ports
+        two = [(shortest_path(x.adjacency() > 0, unweighted=True) == 2).sum() / n for x in (w, expander(lay))]
+        assert two[0] >= 0.85 * 30 and two[0] > two[1] + 3     # Moore: 6 x 5 = 30 accelerators at two hops
+        assert near_moore(lay, seed=1).circuits != () and near_moore(lay).circuits == w.circuits   # seeded
+    assert near_moore(OCSLayout.uniform(40, 6)) is None         # too far below 2 q^2
+    assert near_moore(OCSLayout.uniform(50, 5)) is None         # q = 4 is not prime
+    t = np.full((48, 48), 1e6)
+    np.fill_diagonal(t, 0)
+    res = wire(problem(t, 6), "search", SolveParams(time_limit_s=10))
+    assert res.extra["start"] == "near-moore" and not wiring_violations(res.artifact)
