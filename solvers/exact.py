@@ -34,6 +34,7 @@ from synth.problem import WiringProblem
 from .bounds import best_bound
 
 EXACT_MAX = 64   # accelerators; beyond this the exact models are not built
+COLOUR_TIME_S = 10.0   # exact colouring of a relaxed answer the colouring heuristic gave up on
 
 
 @dataclass
@@ -225,8 +226,11 @@ def _counts(problem: WiringProblem, ix: _Index, values: dict, per_switch: bool):
     pairs = [p for p, v in values.items() for _ in range(int(v))]
     try:
         circuits = realize(problem.layout, pairs)
-    except Infeasible:
-        return None
+    except Infeasible:                 # the heuristic gave up; an exact colouring may still exist
+        from .colouring import colour_cpsat
+        circuits = colour_cpsat(problem.layout, pairs, time_limit_s=COLOUR_TIME_S)
+        if circuits is None:
+            return None
     out: dict[tuple[int, int, int], int] = {}
     for c in circuits:
         key = (c.switch, min(c.a, c.b), max(c.a, c.b))

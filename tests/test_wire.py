@@ -11,7 +11,7 @@ from solvers.bounds import best_bound, moore_levels
 from solvers.exact import integer_units
 from synth.cli import main
 from synth.errors import Infeasible, InvalidInput
-from synth.model import Circuit, OCSLayout, SolveParams, SolveStatus, TrafficMatrix
+from synth.model import Circuit, OCSLayout, SolveParams, SolveStatus, TrafficMatrix, Wiring
 from synth.problem import WiringProblem
 from synth.verify import wiring_violations
 
@@ -302,3 +302,14 @@ def test_near_moore_wiring_from_the_biaffine_plane():
     np.fill_diagonal(t, 0)
     res = wire(problem(t, 6), "search", SolveParams(time_limit_s=10))
     assert res.extra["start"] == "near-moore" and not wiring_violations(res.artifact)
+
+
+def test_exact_colouring_decides_class_one_and_two():
+    from solvers.colouring import colour_cpsat
+    petersen = list(nx.petersen_graph().edges())     # 3-regular, class 2: four switches needed
+    assert colour_cpsat(OCSLayout.uniform(10, 3), petersen, time_limit_s=20) is None
+    cs = colour_cpsat(OCSLayout.uniform(10, 4), petersen, time_limit_s=20)
+    w = Wiring(10, 4, cs, OCSLayout.uniform(10, 4))
+    assert not wiring_violations(w) and len(cs) == 15
+    k4 = list(nx.complete_graph(4).edges())           # class 1: three switches suffice
+    assert colour_cpsat(OCSLayout.uniform(4, 3), k4) is not None

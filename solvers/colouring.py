@@ -1,0 +1,64 @@
+"""Exact edge colouring of a multigraph onto OCS switches (CP-SAT), for when the Kempe-chain heuristic of
+:func:`synth.realize.realize` gives up on a graph that may still colour (a non-bipartite graph needs its
+maximum degree in colours only when it is class 1, which no fast test decides).
+
+x[e, s] = circuit e on switch s (only switches where both ends have ports); every circuit on exactly one
+switch; accelerator a holds at most its ports on s; switch s at most radix / 2 circuits. The colours around
+one accelerator of highest degree are fixed in order when the switches are interchangeable (uniform layout,
+one radix), which removes the colour permutations.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from synth.model import Circuit, OCSLayout
+
+
+def colour_cpsat(layout: OCSLayout, pairs, time_limit_s: float = 30.0, seed: int = 0,
+                 threads: int = 2) -> tuple[Circuit, ...] | None:
+    """Circuits for the (a, b) pairs on the switches of `layout`, or None when CP-SAT proves there is no
+    such assignment or finds none in the time limit."""
+    from ortools.sat.python import cp_model
+    edges = np.asarray(list(pairs), dtype=np.int64).reshape(-1, 2)
+    cap = layout.capacity
+    m = cp_model.CpModel()
+    x: dict[tuple[int, int], object] = {}
+    by_node_switch: dict[tuple[int, int], list] = {}
+    by_switch: dict[int, list] = {}
+    for e, (a, b) in enumerate(edges.tolist()):
+        allowed = np.flatnonzero((cap[a] > 0) & (cap[b] > 0))
+        if allowed.size == 0:
+            return None
+        for s in allowed.tolist():
+            v = m.NewBoolVar(f"x_{e}_{s}")
+            x[(e, s)] = v
+            by_node_switch.setdefault((a, s), []).append(v)
+            by_node_switch.setdefault((b, s), []).append(v)
+            by_switch.setdefault(s, []).append(v)
+        m.AddExactlyOne([x[(e, s)] for s in allowed.tolist()])
+    for (a, s), vs in by_node_switch.items():
+        if len(vs) > cap[a, s]:
+            m.AddAtMostOne(vs) if cap[a, s] == 1 else m.Add(sum(vs) <= int(cap[a, s]))
+    for s, vs in by_switch.items():   # the radix, where the ports on s do not already imply it
+        if len(vs) > layout.switch_radix[s] // 2 and int(cap[:, s].sum()) // 2 > layout.switch_radix[s] // 2:
+            m.Add(sum(vs) <= layout.switch_radix[s] // 2)
+    if edges.size and layout.is_uniform() and len(set(layout.switch_radix)) == 1:
+        deg = np.bincount(edges.ravel(), minlength=layout.accelerators)
+        hub = int(np.argmax(deg))
+        at_hub = np.flatnonzero((edges == hub).any(axis=1))
+        for s, e in enumerate(at_hub.tolist()):     # distinct colours around the hub, in order
+            m.Add(x[(e, s)] == 1)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = time_limit_s
+    solver.parameters.num_workers = threads
+    solver.parameters.random_seed = seed
+    if solver.Solve(m) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    free: dict[tuple[int, int], list[int]] = {}
+    for a, k in zip(*np.nonzero(layout.switch_of_port >= 0)):
+        free.setdefault((int(a), int(layout.switch_of_port[a, k])), []).append(int(k))
+    out = []
+    for e, (a, b) in enumerate(edges.tolist()):
+        s = next(s for s in range(layout.switches) if (e, s) in x and solver.Value(x[(e, s)]))
+        out.append(Circuit(s, a, free[(a, s)].pop(0), b, free[(b, s)].pop(0)))
+    return tuple(out)
