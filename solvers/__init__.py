@@ -42,9 +42,12 @@ BASELINES = ("expander", "torus", "topoopt", "greedy")
 
 
 def _result(problem: WiringProblem, solver: str, wiring: Wiring, params: SolveParams, t0: float,
-            limit: Limit = Limit.NONE, extra: dict | None = None, score_s: float | None = None) -> SolveResult:
-    budget = score_s if score_s is not None else max(5.0, params.time_limit_s / 3)
-    objective, routing = problem.score(wiring, time_limit_s=budget)
+            limit: Limit = Limit.NONE, extra: dict | None = None, score_s: float | None = None,
+            score: tuple[float, str] | None = None) -> SolveResult:
+    """The answer for `wiring`, scored (unless `score` already holds its objective and routing) and bounded."""
+    if score is None:
+        score = problem.score(wiring, time_limit_s=score_s if score_s is not None else max(5.0, params.time_limit_s / 3))
+    objective, routing = score
     bound, named = best_bound(problem)
     bound = min(bound, objective)
     extra = {**(extra or {}), "routing": routing, "bounds": named}
@@ -148,7 +151,7 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
     if start_score is not None and start_score[0] < res.objective:
         res = _result(problem, name, start, params, t0, limit,
                       {**(extra or {}), "moves_tried": tried, "moves_kept": kept, "kept_start": True},
-                      score_s=score_s)
+                      score=start_score)
     return res
 
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from synth.errors import InvalidInput
 from synth.model import Circuit, OCSLayout, Wiring
+from synth.realize import realize
 
 
 def expander(layout: OCSLayout, seed: int = 0) -> Wiring:
@@ -179,13 +180,16 @@ def topoopt(traffic: np.ndarray, layout: OCSLayout, seed: int = 0, ring_ports: i
     ring_ports = (p // 2) // 2 * 2 if ring_ports is None else ring_ports
     strides = [k for k in range(1, n // 2 + 1) if _m.gcd(k, n) == 1][: ring_ports // 2]
     pairs: list[tuple[int, int]] = []
-    for k in strides:
+    colour: list[int] = []    # the switch of each pair when the construction colours itself (uniform layout)
+    for c, k in enumerate(strides):
+        # stride k is one Hamiltonian cycle 0, k, 2k, ...: alternate two switches along it when n is even
         pairs += [(a, (a + k) % n) for a in range(n)] if n > 2 else [(0, 1)]
+        colour += [2 * c + (((a * pow(k, -1, n)) % n) % 2) for a in range(n)] if n > 2 else [2 * c]
     rem = (traffic + traffic.T).astype(np.float64)
     for a, b in pairs:
         rem[a, b] /= 2
         rem[b, a] /= 2
-    for _ in range(p - 2 * len(strides)):
+    for mi in range(p - 2 * len(strides)):
         if n <= 256:
             g = nx.Graph()
             iu, ju = np.nonzero(np.triu(rem, 1) > 0)
@@ -203,25 +207,39 @@ def topoopt(traffic: np.ndarray, layout: OCSLayout, seed: int = 0, ring_ports: i
             break
         for a, b in match:
             pairs.append((int(a), int(b)))
+            colour.append(2 * len(strides) + mi)
             rem[a, b] /= 2
             rem[b, a] /= 2
     # spare ports (a node left out of a matching) pair up at random so nothing stays dark
     deg = np.bincount(np.array(pairs, dtype=np.int64).ravel(), minlength=n) if pairs else np.zeros(n, int)
     rng = np.random.default_rng(seed)
     spare = [v for v in rng.permutation(n).tolist() for _ in range(int(p - deg[v]))]
+    used = np.zeros((n, p), bool)
+    own = n % 2 == 0 and n > 2 and layout.is_uniform() and min(layout.switch_radix) >= n
+    for (a, b), c in zip(pairs, colour):
+        used[a, c] = used[b, c] = True
     while len(spare) >= 2:
         a = spare.pop()
         k = next((i for i in range(len(spare) - 1, -1, -1) if spare[i] != a), None)
         if k is None:
             break
-        pairs.append((a, spare.pop(k)))
+        b = spare.pop(k)
+        pairs.append((a, b))
+        both = np.flatnonzero(~used[a] & ~used[b])      # a switch where both still have their port free
+        if both.size:
+            colour.append(int(both[0]))
+            used[a, both[0]] = used[b, both[0]] = True
+        else:
+            own = False
     from synth.errors import Infeasible
+    if own:   # the construction is its own edge colouring: switch c holds the pairs of colour c
+        return Wiring(n, p, tuple(Circuit(c, a, c, b, c) for (a, b), c in zip(pairs, colour)), layout)
     try:
         return Wiring.from_pairs(n, p, pairs, layout, seed=seed)
     except Infeasible:  # drop circuits until the rest colours (an odd ring on too few switches)
         for cut in range(1, len(pairs)):
             try:
-                return Wiring.from_pairs(n, p, pairs[:-cut], layout, seed=seed)
+                return Wiring(n, p, realize(layout, pairs[:-cut], seed=seed, restarts=4), layout)
             except Infeasible:
                 continue
         raise

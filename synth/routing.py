@@ -36,7 +36,8 @@ def _path_loads(net: Network, pred: np.ndarray, s: np.ndarray, d: np.ndarray, am
 
 def mwu_routing(net: Network, demand: np.ndarray, rounds: int = 60, time_limit_s: float = 30.0,
                 eta: float = 1.0, progress: Callable[[str], None] | None = None,
-                lengths_out: list | None = None, preds_out: list | None = None) -> tuple[float, np.ndarray, int]:
+                lengths_out: list | None = None, preds_out: list | None = None, jitter: float = 1e-3,
+                seed: int = 0) -> tuple[float, np.ndarray, int]:
     """(time, link loads in bytes, rounds run) of the averaged MWU routing of `demand`.
 
     >>> import numpy as np
@@ -52,7 +53,10 @@ def mwu_routing(net: Network, demand: np.ndarray, rounds: int = 60, time_limit_s
     eid = np.full((net.nodes, net.nodes), -1, dtype=np.int64)
     eid[net.src, net.dst] = np.arange(net.links)
     cap = net.capacity_bps
-    length = 1.0 / cap
+    # Equal lengths make every round's shortest paths follow Dijkstra's tie order, which on a structured
+    # graph (many equal shortest paths) piles the first rounds onto the same links; a tiny seeded jitter
+    # spreads the ties without changing which paths are shortest.
+    length = (1.0 + jitter * np.random.default_rng(seed).random(net.links)) / cap
     total = np.zeros(net.links)
     best = (np.inf, None)
     run = 0
