@@ -313,3 +313,13 @@ def test_exact_colouring_decides_class_one_and_two():
     assert not wiring_violations(w) and len(cs) == 15
     k4 = list(nx.complete_graph(4).edges())           # class 1: three switches suffice
     assert colour_cpsat(OCSLayout.uniform(4, 3), k4) is not None
+
+
+def test_topoopt_colours_itself_with_every_port_used():
+    from solvers.baselines import topoopt
+    rng = np.random.default_rng(3)
+    t = rng.random((64, 64)) * 1e6
+    np.fill_diagonal(t, 0)
+    lay = OCSLayout.uniform(64, 8)
+    w = topoopt(t, lay)
+    assert not wiring_violations(w) and (w.degree() == 8).all()
