@@ -165,12 +165,13 @@ def _topology_rows(problem: WiringProblem, ix: _Index, per_switch: bool):
 
 
 def _symmetry_rows(problem: WiringProblem, ix: _Index) -> list[tuple[int, int, int]]:
-    """Node-relabelling symmetry-breaking rows (r, a, b): x[r, a] >= x[r, b] (solvers/symmetry.py); none with
-    fixed circuits (they pin nodes)."""
-    if ix.fixed:
-        return []
+    """Node-relabelling symmetry-breaking rows (r, a, b): x[r, a] >= x[r, b] (solvers/symmetry.py). Fixed
+    circuits are part of each pair's kind (per switch), so only relabellings that keep them count."""
     from .symmetry import row_orderings
-    pair_kind = {p: tuple(ix.on[p]) for p in ix.pairs}
+    fixed_on: dict[tuple[int, int], list] = {}
+    for (s, i, j), cnt in sorted(ix.fixed.items()):
+        fixed_on.setdefault((i, j), []).append((s, cnt))
+    pair_kind = {p: (tuple(ix.on[p]), tuple(fixed_on.get(p, ()))) for p in ix.pairs}
     rows = row_orderings(problem.traffic.bytes_, pair_kind, [tuple(ix.cap[a]) for a in range(ix.n)])
     key = lambda i, j: (min(i, j), max(i, j))
     return [(r, a, b) for r, a, b in rows if key(r, a) in pair_kind and key(r, b) in pair_kind]

@@ -126,14 +126,20 @@ def row_orderings(t: np.ndarray, pair_kind: dict[tuple[int, int], object], node_
     first = orbits(g, [])
     if len(first[0]) < 2:
         return []
-    root = first[0][0]
-    fixed = [root]
-    rows: list[tuple[int, int, int]] = []
-    while max_levels is None or len(fixed) <= max_levels:
-        orb = next((o for o in orbits(g, fixed) if len(o) > 1), None)
-        if orb is None:
-            break
-        a = orb[0]
-        rows.extend((root, a, b) for b in orb[1:])
-        fixed.append(a)
-    return rows
+    # the root: a node of the largest orbit, or a node every relabelling fixes (e.g. an end of a fixed
+    # circuit), whose row can then be sorted over the whole group's orbits; the one giving more rows
+    roots = [first[0][0]] + [o[0] for o in first if len(o) == 1][:1]
+    best: list[tuple[int, int, int]] = []
+    for root in roots:
+        fixed = [root]
+        rows: list[tuple[int, int, int]] = []
+        while max_levels is None or len(fixed) <= max_levels:
+            orb = next((o for o in orbits(g, fixed) if len(o) > 1), None)
+            if orb is None:
+                break
+            a = orb[0]
+            rows.extend((root, a, b) for b in orb[1:])
+            fixed.append(a)
+        if len(rows) > len(best):
+            best = rows
+    return best

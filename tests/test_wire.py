@@ -250,10 +250,12 @@ def test_symmetry_rows_follow_the_stabilizer_chain():
     assert row_orderings(ring, {}, [0] * 6) == [(0, 1, 5)]
 
 
-@pytest.mark.parametrize("objective", ["time", "hops"])
-def test_symmetry_rows_keep_the_optimum(monkeypatch, objective):
+@pytest.mark.parametrize("objective,fixed", [("time", ()), ("hops", ()),
+                                             ("time", (Circuit(0, 1, 0, 4, 0),)),    # a PP pair pinned
+                                             ("hops", (Circuit(1, 0, 1, 1, 1),))])   # a TP pair pinned
+def test_symmetry_rows_keep_the_optimum(monkeypatch, objective, fixed):
     import solvers.exact as ex
-    p = problem(tp_pp_demand(3, 2, p2p=3e8), 3, objective)
+    p = problem(tp_pp_demand(3, 2, p2p=3e8), 3, objective, fixed_circuits=fixed)
     with_rows = wire(p, "milp", SolveParams(time_limit_s=60, backend="highs"))
     assert with_rows.extra["symmetry_rows"] > 0
     monkeypatch.setattr(ex, "_symmetry_rows", lambda problem, ix: [])
