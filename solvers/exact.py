@@ -283,6 +283,7 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams()) -> S
         return best
     bound = best.bound or 0.0
     step = 1.0          # the first probe looks for better wirings than the first round's, then bisection
+    interrupted = False
     while True:
         left = params.time_limit_s - (time.perf_counter() - t0)
         inc = best.objective
@@ -290,7 +291,11 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams()) -> S
             break
         probe = bound + step * (inc - bound)
         share = left if step < 0.1 else max(1.0, left / 2)
-        res = _two_stage(problem, replace(params, time_limit_s=share), partial(_solve_milp, cutoff=probe))
+        try:
+            res = _two_stage(problem, replace(params, time_limit_s=share), partial(_solve_milp, cutoff=probe))
+        except KeyboardInterrupt:     # Ctrl-C during a probe: the answer so far, marked as interrupted
+            interrupted = True
+            break
         rounds.append(_round(res, probe))
         if res.status == SolveStatus.INFEASIBLE:            # nothing at least as good as the probe
             bound = max(bound, probe * (1 - 1e-7))
@@ -306,7 +311,7 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams()) -> S
             step = 0.5
         elif res.objective is None:
             step /= 2                                       # out of time: a probe nearer the bound
-    return _combined(problem, params, t0, best, min(bound, best.objective), rounds)
+    return _combined(problem, params, t0, best, min(bound, best.objective), rounds, interrupted)
 
 
 FIRST_SHARE = 0.3   # of the time limit, for the plain time model before the probes
@@ -318,15 +323,15 @@ def _round(res: SolveResult, probe: float | None) -> dict:
 
 
 def _combined(problem: WiringProblem, params: SolveParams, t0: float, best: SolveResult, bound: float,
-              rounds: list[dict]) -> SolveResult:
+              rounds: list[dict], interrupted: bool = False) -> SolveResult:
     """The rounds as one answer: the best wiring with the best bound any round proved."""
     status = SolveStatus.OPTIMAL if best.objective - bound <= params.rel_gap * best.objective + 1e-15 \
         else SolveStatus.FEASIBLE
     wall = time.perf_counter() - t0
-    limit = Limit.NONE if status == SolveStatus.OPTIMAL else Limit.TIME
+    limit = Limit.NONE if status == SolveStatus.OPTIMAL else Limit.INTERRUPT if interrupted else Limit.TIME
     sv = dict(best.artifact.solve)
     sv["bounds"] = {**sv.get("bounds", {}), "model": bound}
-    sv.update(status=status.value, bound=bound, wall_s=round(wall, 3), rounds=rounds,
+    sv.update(status=status.value, bound=bound, wall_s=round(wall, 3), rounds=rounds, limit=limit.value,
               gap=max(0.0, (best.objective - bound) / best.objective) if best.objective else 0.0)
     return SolveResult(status, best.objective, bound, wall, best.solver, best.solver_version, params.seed, limit,
                        best.artifact.with_meta(solve=sv), extra={**best.extra, "rounds": rounds})

@@ -325,3 +325,26 @@ def test_topoopt_colours_itself_with_every_port_used():
     lay = OCSLayout.uniform(64, 8)
     w = topoopt(t, lay)
     assert not wiring_violations(w) and (w.degree() == 8).all()
+
+
+def test_ctrl_c_during_a_probe_keeps_the_first_round(monkeypatch):
+    from dataclasses import replace
+    import solvers.exact as ex
+    real = ex._two_stage
+    calls = []
+
+    def stop_on_probe(problem, params, solve):
+        calls.append(solve)
+        if len(calls) > 1:
+            raise KeyboardInterrupt
+        return real(problem, replace(params, time_limit_s=2), solve)
+
+    monkeypatch.setattr(ex, "FIRST_SHARE", 0.1)
+    monkeypatch.setattr(ex, "_two_stage", stop_on_probe)
+    rng = np.random.default_rng(0)
+    t = rng.integers(0, 5, (12, 12)).astype(float) * 1e6
+    np.fill_diagonal(t, 0)
+    res = ex.solve_milp(problem(t, 3), SolveParams(time_limit_s=30, backend="highs"))
+    assert res.status == SolveStatus.FEASIBLE and len(calls) == 2     # the first round's answer, not proven
+    assert res.limit.value == "interrupt" and res.artifact.solve["limit"] == "interrupt"
+    assert res.artifact is not None and not wiring_violations(res.artifact) and res.bound <= res.objective
