@@ -15,6 +15,11 @@ conserved at every accelerator (direct policy: a flow may only go straight to it
   b[pair, m] = (circuits >= m) and z[arc, m] <= ticks, z <= big-M * b, where big-M = the total demand in
   units x L (no arc ever carries more). Where the fractional optimum routes whole units the two agree.
 
+Strengthening, valid for both: node-symmetry rows (solvers/symmetry.py) and cut-set rows on the demand's
+clusters with Chvatal-Gomory rounding (`_cluster_rows`). The MILP's time objective runs as probes
+(`solve_milp`): "a wiring at least as good as T?", with flows split by hop so that each pair's relayed bytes
+meet the residual-capacity cut at T (`_layered_routing`).
+
 Big-M and scaling come from the instance, never constants: demands are normalized by their maximum.
 """
 from __future__ import annotations
