@@ -279,6 +279,9 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams()) -> S
     t0 = time.perf_counter()
     best = _two_stage(problem, replace(params, time_limit_s=params.time_limit_s * FIRST_SHARE), _solve_milp)
     rounds = [_round(best, None)]
+    say = params.progress or (lambda msg: None)
+    say(f"milp first round: {best.status.value}" + (f", {best.objective:.6g} s, bound {best.bound:.6g} s"
+                                                     if best.objective is not None and best.bound is not None else ""))
     if best.status == SolveStatus.FEASIBLE and not np.isfinite(best.objective or np.inf):
         left = params.time_limit_s - (time.perf_counter() - t0)    # no usable answer yet: the plain model on
         if left >= 1.0:
@@ -302,6 +305,9 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams()) -> S
             interrupted = True
             break
         rounds.append(_round(res, probe))
+        say(f"milp probe at {probe:.6g} s: " + {"INFEASIBLE": "nothing as good (bound raised)",
+                                                "NO_SOLUTION": "not settled"}.get(res.status.value, res.status.value)
+            + (f", found {res.objective:.6g} s" if res.objective else ""))
         if res.status == SolveStatus.INFEASIBLE:            # nothing at least as good as the probe
             bound = max(bound, probe * (1 - 1e-7))
             continue
