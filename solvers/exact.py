@@ -13,7 +13,11 @@ conserved at every accelerator (direct policy: a flow may only go straight to it
   which) and time is counted in ticks of unit / (B * L), L = lcm(1..max circuits per pair), so integer
   ticks are exact for integer flows: load <= ticks * circuits / L is linearized with binaries
   b[pair, m] = (circuits >= m) and z[arc, m] <= ticks, z <= big-M * b, where big-M = the total demand in
-  units x L (no arc ever carries more). Where the fractional optimum routes whole units the two agree.
+  units x L (no arc ever carries more). Integer routing is a restriction of the fractional one, so for the
+  time objective CP-SAT's optimum is not a proof: its answer is scored exactly and reported FEASIBLE unless
+  a valid bound meets it. The valid model bound is its dual bound less n_src units per circuit: any
+  fractional routing rounds, source by source, to an integral one within one unit per arc (flow
+  integrality), so the integral optimum is at most the fractional one plus n_src x unit / B (exact units only).
 
 Strengthening, valid for both: node-symmetry rows (solvers/symmetry.py) and cut-set rows on the demand's
 clusters with Chvatal-Gomory rounding (`_cluster_rows`). The MILP's time objective runs as probes
@@ -644,9 +648,20 @@ def _solve_cpsat(problem: WiringProblem, params: SolveParams, per_switch: bool) 
     extra = {"unit_bytes": unit, "units_exact": exact_units, "model_objective": model_obj, "symmetry_rows": len(sym),
              "model_bound": model_bound, "model": "per-switch" if per_switch else "degree relaxation, coloured"}
     wiring = _wiring_from(problem, counts, {})
-    # CP-SAT's bound holds for integer routing in exact units; it bounds the fractional problem only for the
-    # hop objective (shortest paths are integral) — elsewhere the reported bound is the best valid one.
-    valid = model_bound if (problem.objective == "hops" and exact_units) else None
+    # CP-SAT's bound holds for integer routing in exact units. For hops it bounds the fractional problem too
+    # (shortest paths are integral); for time only after the rounding slack (module doc), and its OPTIMAL
+    # proves nothing about fractional routing.
+    valid = None
+    if exact_units and problem.objective == "hops":
+        valid = model_bound
+    elif exact_units:
+        valid = max(0.0, model_bound - tick_s - len(ix.srcs) * unit / problem.port_bytes_per_s)   # ticks round up
+        extra["model_bound"] = valid
+        if status == SolveStatus.OPTIMAL:
+            status = SolveStatus.FEASIBLE
+            extra["integer_routing_optimal"] = True
+    if problem.objective == "time":
+        extra.pop("model_objective", None)        # an integer-routing value, not a bound
     res = _finish(problem, "cpsat", version, params, t0, status, limit, wiring, valid, extra)
     return res
 

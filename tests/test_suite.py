@@ -19,14 +19,19 @@ def test_suite_file_is_well_formed():
 def test_exact_backends_reach_the_recorded_optimum(name):
     rows = bench_wire("instances/wiring/suite.toml", ["milp:highs", "milp:cbc", "cpsat"], 60, names=[name])
     assert len(rows) == 3
+    case = next(c for c in load_suite("instances/wiring/suite.toml") if c["name"] == name)
     for r in rows:
-        assert r["verified"] and r["status"] == "OPTIMAL" and r["check"] == "ok", r
+        assert r["verified"] and r["check"] == "ok", r
+        # CP-SAT's integer routing proves nothing for the time objective: there it may stay FEASIBLE
+        assert r["status"] == "OPTIMAL" or (r["solver"] == "cpsat" and case["objective"] == "time"), r
+        assert r["objective"] == pytest.approx(case["optimum"], rel=1e-6), r
 
 
 @pytest.mark.slow
 def test_alltoall8_time_optimum():
     rows = bench_wire("instances/wiring/suite.toml", ["milp:highs", "cpsat"], 120, names=["alltoall8-time"])
-    assert all(r["status"] == "OPTIMAL" and r["check"] == "ok" for r in rows), rows
+    assert all(r["check"] == "ok" and r["objective"] == pytest.approx(4e-5, rel=1e-6) for r in rows), rows
+    assert rows[0]["status"] == "OPTIMAL", rows
 
 
 def test_check_case_semantics():
