@@ -217,6 +217,18 @@ def _replicated(problem: WiringProblem, solver: str, params: SolveParams, groups
     return _result(problem, res.solver, w, params, t0, res.limit, extra, score_s=max(2.0, params.time_limit_s / 4))
 
 
+def _expander_instead(problem: WiringProblem, params: SolveParams, t0: float, solver: str, version: str,
+                      limit: Limit, message: str, solver_bound: float | None = None) -> SolveResult:
+    """The expander baseline as `solver`'s answer when it has none worth returning (FEASIBLE, marked as the
+    incumbent); a bound the solver proved still holds."""
+    inc = baseline(problem, "expander", params)
+    bound = min(inc.objective, max(inc.bound or 0.0, solver_bound or 0.0))
+    solve = {**inc.artifact.solve, "solver": solver, "status": "FEASIBLE", "limit": limit.value,
+             "incumbent": "expander", "bound": bound, "gap": (inc.objective - bound) / inc.objective}
+    return SolveResult(SolveStatus.FEASIBLE, inc.objective, bound, time.perf_counter() - t0, solver, version,
+                       params.seed, limit, inc.artifact.with_meta(solve=solve), message=message, extra=inc.extra)
+
+
 def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = SolveParams()) -> SolveResult:
     """Choose the circuits of `problem` with `solver`; see the module doc."""
     from synth.verify import wiring_violations
@@ -239,23 +251,12 @@ def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = Sol
             res = (solve_milp if solver == "milp" else solve_cpsat)(problem, params)
             if res.status == SolveStatus.NO_SOLUTION or (res.artifact is not None and   # never nothing
                                                          not np.isfinite(res.objective)):
-                inc = baseline(problem, "expander", params)
-                bound = min(inc.objective, max(inc.bound or 0.0, res.bound or 0.0))   # the solver's bound holds
-                res = SolveResult(SolveStatus.FEASIBLE, inc.objective, bound, time.perf_counter() - t0,
-                                  res.solver, res.solver_version, params.seed, res.limit,
-                                  inc.artifact.with_meta(solve={**inc.artifact.solve, "solver": res.solver,
-                                                                "status": "FEASIBLE", "incumbent": "expander",
-                                                                "bound": bound,
-                                                                "gap": (inc.objective - bound) / inc.objective}),
-                                  message=f"{res.message or 'no usable wiring'}; returning the expander baseline",
-                                  extra=inc.extra)
+                res = _expander_instead(problem, params, t0, res.solver, res.solver_version, res.limit,
+                                        f"{res.message or 'no usable wiring'}; returning the expander baseline",
+                                        res.bound)
         except KeyboardInterrupt:   # Ctrl-C: the best wiring we can stand behind, marked as such
-            inc = baseline(problem, "expander", params)
-            res = SolveResult(SolveStatus.FEASIBLE, inc.objective, inc.bound, time.perf_counter() - t0, solver,
-                              "", params.seed, Limit.INTERRUPT,
-                              inc.artifact.with_meta(solve={**inc.artifact.solve, "solver": solver,
-                                                            "limit": "interrupt", "incumbent": "expander"}),
-                              message="interrupted; returning the expander baseline", extra=inc.extra)
+            res = _expander_instead(problem, params, t0, solver, "", Limit.INTERRUPT,
+                                    "interrupted; returning the expander baseline")
     elif solver == "lp-round":
         start = _lp_round(problem, params)
         score = problem.score(start, time_limit_s=max(2.0, params.time_limit_s / 10)) \

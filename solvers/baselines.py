@@ -10,7 +10,7 @@ import numpy as np
 
 from synth.errors import InvalidInput
 from synth.model import Circuit, OCSLayout, Wiring
-from synth.realize import realize
+from synth.realize import assign_ports, realize
 
 
 def expander(layout: OCSLayout, seed: int = 0) -> Wiring:
@@ -120,11 +120,7 @@ def _connect(layout: OCSLayout, pairs: list[tuple[int, int]], switch_of: list[in
 
 
 def _from_switch_pairs(layout: OCSLayout, pairs: list[tuple[int, int]], switch_of: list[int]) -> Wiring:
-    free: dict[tuple[int, int], list[int]] = {}
-    for a, k in zip(*np.nonzero(layout.switch_of_port >= 0)):
-        free.setdefault((int(a), int(layout.switch_of_port[a, k])), []).append(int(k))
-    circuits = [Circuit(s, a, free[(a, s)].pop(0), b, free[(b, s)].pop(0)) for (a, b), s in zip(pairs, switch_of)]
-    return Wiring(layout.accelerators, layout.ports, tuple(circuits), layout)
+    return Wiring(layout.accelerators, layout.ports, assign_ports(layout, pairs, switch_of), layout)
 
 
 def greedy(traffic: np.ndarray, layout: OCSLayout, seed: int = 0) -> Wiring:
@@ -233,7 +229,7 @@ def topoopt(traffic: np.ndarray, layout: OCSLayout, seed: int = 0, ring_ports: i
             own = False
     from synth.errors import Infeasible
     if own:   # the construction is its own edge colouring: switch c holds the pairs of colour c
-        return Wiring(n, p, tuple(Circuit(c, a, c, b, c) for (a, b), c in zip(pairs, colour)), layout)
+        return _from_switch_pairs(layout, pairs, colour)
     try:
         return Wiring.from_pairs(n, p, pairs, layout, seed=seed)
     except Infeasible:  # drop circuits until the rest colours (an odd ring on too few switches)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from synth.model import Circuit, OCSLayout
+from synth.realize import assign_ports
 
 
 def colour_cpsat(layout: OCSLayout, pairs, time_limit_s: float = 30.0, seed: int = 0,
@@ -54,11 +55,6 @@ def colour_cpsat(layout: OCSLayout, pairs, time_limit_s: float = 30.0, seed: int
     solver.parameters.random_seed = seed
     if solver.Solve(m) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
-    free: dict[tuple[int, int], list[int]] = {}
-    for a, k in zip(*np.nonzero(layout.switch_of_port >= 0)):
-        free.setdefault((int(a), int(layout.switch_of_port[a, k])), []).append(int(k))
-    out = []
-    for e, (a, b) in enumerate(edges.tolist()):
-        s = next(s for s in range(layout.switches) if (e, s) in x and solver.Value(x[(e, s)]))
-        out.append(Circuit(s, a, free[(a, s)].pop(0), b, free[(b, s)].pop(0)))
-    return tuple(out)
+    switch_of = [next(s for s in range(layout.switches) if (e, s) in x and solver.Value(x[(e, s)]))
+                 for e in range(len(edges))]
+    return assign_ports(layout, edges.tolist(), switch_of)

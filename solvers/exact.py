@@ -37,7 +37,7 @@ import numpy as np
 
 from synth.errors import SolverUnavailable
 from synth.formats import quiet_stdout as _quiet_stdout
-from synth.model import Circuit, Limit, SolveParams, SolveResult, SolveStatus, Wiring
+from synth.model import Limit, SolveParams, SolveResult, SolveStatus, Wiring
 from synth.problem import WiringProblem
 
 from .bounds import best_bound
@@ -86,15 +86,10 @@ def _index(problem: WiringProblem) -> _Index:
 
 def _wiring_from(problem: WiringProblem, counts: dict[tuple[int, int, int], int], meta: dict) -> Wiring:
     """Circuits from per-switch pair counts: the k-th circuit of a on s takes a's k-th port on s."""
-    lay = problem.layout
-    free: dict[tuple[int, int], list[int]] = {}
-    for a, k in zip(*np.nonzero(lay.switch_of_port >= 0)):
-        free.setdefault((int(a), int(lay.switch_of_port[a, k])), []).append(int(k))
-    circuits = []
-    for (s, i, j), cnt in sorted(counts.items()):
-        for _ in range(int(cnt)):
-            circuits.append(Circuit(s, i, free[(i, s)].pop(0), j, free[(j, s)].pop(0)))
-    return Wiring(problem.accelerators, problem.ports, tuple(circuits), lay, **meta)
+    from synth.realize import assign_ports
+    keys = [k for k, cnt in sorted(counts.items()) for _ in range(int(cnt))]
+    circuits = assign_ports(problem.layout, [(i, j) for _, i, j in keys], [s for s, _, _ in keys])
+    return Wiring(problem.accelerators, problem.ports, circuits, problem.layout, **meta)
 
 
 def _symmetric_switches(problem: WiringProblem) -> bool:
@@ -644,7 +639,7 @@ def _solve_cpsat(problem: WiringProblem, params: SolveParams, per_switch: bool) 
     else:
         model_obj = solver.ObjectiveValue() * unit
         model_bound = solver.BestObjectiveBound() * unit
-    exact_units = bool(np.allclose(D * unit, problem.traffic.bytes_))
+    exact_units = exact_units_ok
     extra = {"unit_bytes": unit, "units_exact": exact_units, "model_objective": model_obj, "symmetry_rows": len(sym),
              "model_bound": model_bound, "model": "per-switch" if per_switch else "degree relaxation, coloured"}
     wiring = _wiring_from(problem, counts, {})

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from synth.model import Circuit, OCSLayout, Wiring
+from synth.model import OCSLayout, Wiring
+from synth.realize import assign_ports
 
 MAX_REMOVED_PER_Q = 2     # remove at most 2q of the 2q^2 vertices: beyond that the geometry is mostly gone
 
@@ -118,5 +119,6 @@ def near_moore(layout: OCSLayout, seed: int = 0) -> Wiring | None:
     edges[q] = _pair_furthest(alive.tolist(), dist, adj, cls, rng)
     ids = -np.ones(V, np.int64)
     ids[alive] = np.arange(n)
-    circuits = tuple(Circuit(c, int(ids[a]), c, int(ids[b_]), c) for c in range(q + 1) for a, b_ in edges[c])
-    return Wiring(n, layout.ports, circuits, layout)
+    pairs = [(int(ids[a]), int(ids[b_])) for c in range(q + 1) for a, b_ in edges[c]]
+    switch_of = [c for c in range(q + 1) for _ in edges[c]]
+    return Wiring(n, layout.ports, assign_ports(layout, pairs, switch_of), layout)

@@ -39,8 +39,6 @@ def realize(layout, pairs: Iterable[tuple[int, int]], *, seed: int = 0, max_trie
 
 
 def _realize_once(layout, edges: np.ndarray, *, seed: int, max_tries: int, shuffle: bool):
-    from .model import Circuit
-
     n, switches = layout.accelerators, layout.switches
     cap = layout.capacity
     radix_circuits = np.array([r // 2 for r in layout.switch_radix], dtype=np.int64)
@@ -137,14 +135,20 @@ def _realize_once(layout, edges: np.ndarray, *, seed: int, max_tries: int, shuff
             raise Infeasible(f"cannot put circuit ({u}, {v}) on any switch: the multigraph is not "
                              f"{switches}-edge-colourable within the port layout")
 
-    # Ports: the k-th circuit of accelerator a on switch s takes a's k-th port on s.
-    ports_on = {}
+    return assign_ports(layout, edges.tolist(), colour.tolist())
+
+
+def assign_ports(layout, pairs, switch_of) -> tuple:
+    """Circuits for (a, b) pairs on the given switches: the k-th circuit of accelerator a on switch s takes
+    a's k-th port on s (in port order)."""
+    from .model import Circuit
+    ports_on: dict[tuple[int, int], list[int]] = {}
     for a, k in zip(*np.nonzero(layout.switch_of_port >= 0)):
         ports_on.setdefault((int(a), int(layout.switch_of_port[a, k])), []).append(int(k))
     nxt: dict[tuple[int, int], int] = {}
     circuits = []
-    for e in range(m):
-        u, v, s = int(edges[e, 0]), int(edges[e, 1]), int(colour[e])
+    for (u, v), s in zip(pairs, switch_of):
+        u, v, s = int(u), int(v), int(s)
         pu = ports_on[(u, s)][nxt.get((u, s), 0)]
         nxt[(u, s)] = nxt.get((u, s), 0) + 1
         pv = ports_on[(v, s)][nxt.get((v, s), 0)]
