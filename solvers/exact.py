@@ -14,10 +14,12 @@ conserved at every accelerator (direct policy: a flow may only go straight to it
   ticks are exact for integer flows: load <= ticks * circuits / L is linearized with binaries
   b[pair, m] = (circuits >= m) and z[arc, m] <= ticks, z <= big-M * b, where big-M = the total demand in
   units x L (no arc ever carries more). Integer routing is a restriction of the fractional one, so for the
-  time objective CP-SAT's optimum is not a proof: its answer is scored exactly and reported FEASIBLE unless
-  a valid bound meets it. The valid model bound is its dual bound less n_src units per circuit: any
-  fractional routing rounds, source by source, to an integral one within one unit per arc (flow
-  integrality), so the integral optimum is at most the fractional one plus n_src x unit / B (exact units only).
+  time objective with relays CP-SAT's optimum is not a proof: that model only supplies a first wiring
+  (scored exactly; its valid bound is the dual bound less n_src units per circuit: any fractional routing
+  rounds, source by source, to an integral one within one unit per arc, exact units only). The proofs come
+  from the metric-inequality probes of solvers/benders.py: CP-SAT decides circuits, an LP routes, and the
+  LP's duals return as rows (Japanese theorem), so an INFEASIBLE probe at T proves nothing reaches T. With
+  the direct policy the flows are the demands and the tick model is exact.
 
 Strengthening, valid for both: node-symmetry rows (solvers/symmetry.py) and cut-set rows on the demand's
 clusters with Chvatal-Gomory rounding (`_cluster_rows`). The MILP's time objective runs as probes
@@ -121,7 +123,7 @@ def _finish(problem: WiringProblem, solver: str, version: str, params: SolvePara
     solve = {"status": status.value, "objective": objective, "bound": bound, "solver": solver, "seed": params.seed,
              "objective_kind": problem.objective, "bounds": named}
     if wiring is not None:
-        gap = 0.0 if not objective else max(0.0, (objective - bound) / objective)
+        gap = 0.0 if not objective else 1.0 if not np.isfinite(objective) else max(0.0, (objective - bound) / objective)
         wiring = wiring.with_meta(solve={**solve, "gap": gap, "wall_s": round(wall, 3), **extra},
                                   instance=problem.instance)
     return SolveResult(status, objective, bound, wall, solver, version, params.seed, limit, wiring,
@@ -325,6 +327,7 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams()) -> S
 
 
 FIRST_SHARE = 0.3   # of the time limit, for the plain time model before the probes
+CPSAT_FIRST_SHARE = 0.1   # CP-SAT's integer-routing round only supplies a first wiring; its probes do the rest
 
 
 def _round(res: SolveResult, probe: float | None) -> dict:
@@ -542,8 +545,116 @@ def integer_units(t: np.ndarray, max_units: int = 1000) -> tuple[float, np.ndarr
 
 
 def solve_cpsat(problem: WiringProblem, params: SolveParams = SolveParams()) -> SolveResult:
-    """The same model in CP-SAT with integer routing (see the module doc)."""
-    return _two_stage(problem, params, _solve_cpsat)
+    """The same model in CP-SAT with integer routing (see the module doc). For the time objective with
+    relays, a first round of that model (FIRST_SHARE of the time) gives a wiring; then probes of the
+    metric-inequality decomposition (solvers/benders.py), where CP-SAT decides circuits and an LP routes,
+    prove bounds and find better wirings, bisecting like the MILP's probes."""
+    from dataclasses import replace
+    if problem.objective != "time" or problem.policy == "direct":
+        return _two_stage(problem, params, _solve_cpsat)
+    t0 = time.perf_counter()
+    best = _two_stage(problem, replace(params, time_limit_s=params.time_limit_s * CPSAT_FIRST_SHARE), _solve_cpsat)
+    say = params.progress or (lambda msg: None)
+    say(f"cpsat first round: {best.status.value}" + (f", {best.objective:.6g} s" if best.objective else ""))
+    if best.status == SolveStatus.OPTIMAL:
+        return best
+    rounds = [_round(best, None)] if best.objective is not None else []
+    if not problem.fixed_circuits:     # the quick baselines as first wirings too (integer units can be coarse)
+        from . import baselines
+        t = problem.traffic.bytes_
+        for name, w in (("greedy", baselines.greedy(t, problem.layout, params.seed)),
+                        ("topoopt", baselines.topoopt(t, problem.layout, params.seed))):
+            res = _finish(problem, "cpsat", best.solver_version, params, time.perf_counter(), SolveStatus.FEASIBLE,
+                          Limit.NONE, w, None, {"model": f"start: {name} baseline"})
+            if best.objective is None or res.objective < best.objective:
+                best = res
+    if best.objective is None or not np.isfinite(best.objective):
+        return best
+    return _metric_probes(problem, params, t0, best, rounds)
+
+
+def _metric_probes(problem: WiringProblem, params: SolveParams, t0: float, best: SolveResult,
+                   rounds: list[dict]) -> SolveResult:
+    """Bisect between the bound and the best wiring with metric-inequality probes (solvers/benders.py): the
+    first asks for anything better than the best wiring by more than the gap (which settles most small
+    instances), then halfway, moving towards the bound when a probe runs out of its share."""
+    from .benders import MetricCuts, probe
+    say = params.progress or (lambda msg: None)
+    ix = _index(problem)
+    sym = _symmetry_rows(problem, ix)
+    per_switch = bool(problem.fixed_circuits)
+    cuts = MetricCuts(problem, ix)
+    for a in range(ix.n):                      # injection and ejection of every accelerator
+        inside = np.zeros(ix.n, dtype=bool)
+        inside[a] = True
+        for lengths in (cuts.cut_set(inside), cuts.cut_set(~inside)):
+            row = cuts.row(lengths)
+            if row is not None:
+                cuts.rows.append(row)
+    adj = best.artifact.adjacency()
+    xbest = np.array([adj[p] for p in ix.pairs], dtype=np.float64)
+    row = cuts.row(cuts.lp_lengths(xbest)[1])
+    if row is not None:
+        cuts.rows.append(row)
+    bound = best.bound or 0.0
+    step = 0.5
+    tried = None                 # the best wiring's time when a probe last tried to beat it
+    interrupted = False
+    while True:
+        now = time.perf_counter()
+        left = params.time_limit_s - (now - t0)
+        inc = best.objective
+        if left < 1.0 or inc - bound <= params.rel_gap * inc:
+            break
+        tight = tried != inc     # a new best wiring: first ask for anything better at all (proves it optimal)
+        T = inc * (1 - params.rel_gap / 2) if tight else bound + step * (inc - bound)
+        tried = inc
+        share = left / 2 if tight or step >= 0.1 else left
+        try:
+            adj = best.artifact.adjacency()
+            verdict, found, stats = probe(problem, ix, cuts, T, now + share, params, sym, per_switch,
+                                          np.array([adj[p] for p in ix.pairs]))
+        except KeyboardInterrupt:
+            interrupted = True
+            break
+        entry = {"probe": T, "status": {"infeasible": "INFEASIBLE", "found": "FEASIBLE",
+                                        "unknown": "NO_SOLUTION"}[verdict],
+                 "objective": found[1] if found else None, "wall_s": round(time.perf_counter() - now, 3),
+                 "metric_rows": len(cuts.rows), **stats}
+        said = f"found {found[1]:.6g} s" if found else {"infeasible": "nothing as good (bound raised)",
+                                                        "unknown": "not settled"}[verdict]
+        say(f"cpsat probe at {T:.6g} s: {said} ({stats['proposals']} proposals, {len(cuts.rows)} metric rows)")
+        if verdict == "infeasible":
+            bound = max(bound, T)
+        elif verdict == "found":
+            res = _finish(problem, "cpsat", best.solver_version, params, now, SolveStatus.FEASIBLE, Limit.NONE,
+                          _wiring_from(problem, found[0], {}), None, {"model": "metric-inequality probe"})
+            if res.objective <= inc:
+                best = res
+        entry["bound"] = bound
+        rounds.append(entry)
+        if verdict == "unknown" and not tight:
+            step /= 2
+    return _combined(problem, params, t0, best, min(bound, best.objective), rounds, interrupted)
+
+
+def cpsat_topology(m, problem: WiringProblem, ix: _Index, per_switch: bool, need_of=None, sym=None):
+    """The circuit variables and rows of the CP-SAT models: (y, x per pair, symmetry rows)."""
+    y = {key: m.NewIntVar(lo, hi, name) for key, (name, lo, hi) in _topology_vars(ix, per_switch).items()}
+    for terms, sense, rhs in _topology_rows(problem, ix, per_switch):
+        expr = sum(c * y[k] for k, c in terms)
+        m.Add(expr <= rhs) if sense == "<=" else m.Add(expr >= rhs)
+    x = {}
+    for p in ix.pairs:
+        x[p] = m.NewIntVar(0, ix.max_x[p], f"x_{p[0]}_{p[1]}")
+        m.Add(x[p] == (sum(y[(s, *p)] for s, _ in ix.on[p]) if per_switch else y[p]))
+    sym = _symmetry_rows(problem, ix) if sym is None else sym
+    for r, a, b in sym:
+        m.Add(x[(min(r, a), max(r, a))] >= x[(min(r, b), max(r, b))])
+    for terms, sense, rhs in _cluster_rows(problem, ix, need_of):
+        expr = sum(c * x[k] for k, c in terms)
+        m.Add(expr <= rhs) if sense == "<=" else m.Add(expr >= rhs)
+    return y, x, sym
 
 
 def _solve_cpsat(problem: WiringProblem, params: SolveParams, per_switch: bool) -> SolveResult:
@@ -556,20 +667,7 @@ def _solve_cpsat(problem: WiringProblem, params: SolveParams, per_switch: bool) 
     ix = _index(problem)
     unit, D = integer_units(problem.traffic.bytes_)
     m = cp_model.CpModel()
-    y = {key: m.NewIntVar(lo, hi, name) for key, (name, lo, hi) in _topology_vars(ix, per_switch).items()}
-    for terms, sense, rhs in _topology_rows(problem, ix, per_switch):
-        expr = sum(c * y[k] for k, c in terms)
-        m.Add(expr <= rhs) if sense == "<=" else m.Add(expr >= rhs)
-    x = {}
-    for p in ix.pairs:
-        x[p] = m.NewIntVar(0, ix.max_x[p], f"x_{p[0]}_{p[1]}")
-        m.Add(x[p] == (sum(y[(s, *p)] for s, _ in ix.on[p]) if per_switch else y[p]))
-    sym = _symmetry_rows(problem, ix)
-    for r, a, b in sym:
-        m.Add(x[(min(r, a), max(r, a))] >= x[(min(r, b), max(r, b))])
-    for terms, sense, rhs in _cluster_rows(problem, ix):
-        expr = sum(c * x[k] for k, c in terms)
-        m.Add(expr <= rhs) if sense == "<=" else m.Add(expr >= rhs)
+    y, x, sym = cpsat_topology(m, problem, ix, per_switch)
     total = int(D.sum())
     exact_units_ok = bool(np.allclose(D * unit, problem.traffic.bytes_))
     keys, out_k, inn_k = _flow_keys(problem, ix)
@@ -647,8 +745,8 @@ def _solve_cpsat(problem: WiringProblem, params: SolveParams, per_switch: bool) 
     # (shortest paths are integral); for time only after the rounding slack (module doc), and its OPTIMAL
     # proves nothing about fractional routing.
     valid = None
-    if exact_units and problem.objective == "hops":
-        valid = model_bound
+    if exact_units and (problem.objective == "hops" or problem.policy == "direct"):
+        valid = model_bound       # direct flows are the demands: loads x L / circuits are whole ticks, exact
     elif exact_units:
         valid = max(0.0, model_bound - tick_s - len(ix.srcs) * unit / problem.port_bytes_per_s)   # ticks round up
         extra["model_bound"] = valid

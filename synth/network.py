@@ -317,12 +317,14 @@ def completion_time(inc: sp.csr_matrix, capacity: np.ndarray, sizes: np.ndarray,
 
 
 def optimal_routing(net: Network, demand: np.ndarray, time_limit_s: float = 60.0,
-                    crossover: bool = True) -> tuple[float, np.ndarray]:
+                    crossover: bool = True, lengths_out: list | None = None) -> tuple[float, np.ndarray]:
     """The routing that minimizes the largest link utilization: an LP (HiGHS through scipy) over flows
     aggregated by destination. Returns (theta, loads): every demand is delivered within `theta` seconds on
     links of the given capacities (= max over links of load / capacity), and the link loads in bytes.
     Non-forwarding nodes carry no transit traffic. `crossover=False` takes the interior-point optimum
-    (for bounds and values; the flows are then interior, not a vertex).
+    (for bounds and values; the flows are then interior, not a vertex). `lengths_out` receives the duals of
+    the link capacity rows (one length per link, >= 0, scaled so that sum length x capacity = 1): the
+    metric for which theta = sum of demand x shortest distance, by LP duality (the Japanese theorem).
 
     >>> ring = Network.from_pairs("ring", 4, 4, [(0, 1), (1, 2), (2, 3), (3, 0)], 1.0, 0.0)
     >>> dem = np.zeros((4, 4)); dem[0, 1] = 3.0
@@ -355,10 +357,13 @@ def optimal_routing(net: Network, demand: np.ndarray, time_limit_s: float = 60.0
     b[:, :n] = demand[:, dests].T
     keep = np.ones((K, V), dtype=bool)
     keep[np.arange(K), dests] = False
+    duals: list = []
     status, theta, f = _min_theta(net, cap, dests[k_idx], e_idx, A[keep.ravel()], b[keep], None, time_limit_s,
-                                  crossover)
+                                  crossover, duals if lengths_out is not None else None)
     if status != "optimal":
         raise InvalidInput(f"routing LP stopped: {status}", field="routing")
+    if lengths_out is not None:            # rows "flow - theta x cap <= 0": duals <= 0, scaled like cap
+        lengths_out.append(np.maximum(-duals[0], 0.0) / c_scale)
     return theta * d_scale / c_scale, np.maximum(f, 0.0).reshape(K, E).sum(axis=0) * d_scale
 
 
@@ -414,7 +419,7 @@ def hop_limited_routing(net: Network, demand: np.ndarray, hops: int, time_limit_
 
 def _min_theta(net: Network, cap: np.ndarray, dest_of: np.ndarray, e_idx: np.ndarray, A_eq: sp.csr_matrix,
                b_eq: np.ndarray, zero: np.ndarray | None, time_limit_s: float,
-               crossover: bool) -> tuple[str, float, np.ndarray]:
+               crossover: bool, duals_out: list | None = None) -> tuple[str, float, np.ndarray]:
     """min theta over flow columns (column i: toward dest_of[i] on link e_idx[i]; A_eq has one more column,
     theta, last) with every link's flow <= theta x cap, no transit through non-forwarding nodes and the
     `zero` columns held at 0. Returns (status, theta, flows)."""
@@ -427,16 +432,19 @@ def _min_theta(net: Network, cap: np.ndarray, dest_of: np.ndarray, e_idx: np.nda
     ub[:nf][blocked if zero is None else blocked | zero] = 0.0
     c = np.zeros(nf + 1)
     c[-1] = 1.0
-    status, _, x = _solve_lp(c, A_ub, np.zeros(E), A_eq, b_eq, np.zeros(nf + 1), ub, time_limit_s, crossover)
+    status, _, x = _solve_lp(c, A_ub, np.zeros(E), A_eq, b_eq, np.zeros(nf + 1), ub, time_limit_s, crossover,
+                             duals_out)
     return status, (float(x[-1]) if status == "optimal" else float("nan")), x[:-1]
 
 
 def _solve_lp(c: np.ndarray, A_ub: sp.csr_matrix, b_ub: np.ndarray, A_eq: sp.csr_matrix, b_eq: np.ndarray,
-              lower: np.ndarray, upper: np.ndarray, time_limit_s: float, crossover: bool) -> tuple[str, float, np.ndarray]:
+              lower: np.ndarray, upper: np.ndarray, time_limit_s: float, crossover: bool,
+              duals_out: list | None = None) -> tuple[str, float, np.ndarray]:
     """min c x s.t. A_ub x <= b_ub, A_eq x = b_eq, lower <= x <= upper, by HiGHS's interior point (highspy).
     Without crossover the answer is the interior-point optimum (primal-dual gap 1e-8): enough for a value or
     a bound, and it skips the crossover that degenerate routing LPs spend minutes in. Returns (status,
-    objective, x) with status "optimal", "infeasible" or HiGHS's status name."""
+    objective, x) with status "optimal", "infeasible" or HiGHS's status name; `duals_out` receives the
+    duals of the A_ub rows."""
     import highspy
     A = sp.vstack([A_ub, A_eq]).tocsc()
     lp = highspy.HighsLp()
@@ -463,4 +471,6 @@ def _solve_lp(c: np.ndarray, A_ub: sp.csr_matrix, b_ub: np.ndarray, A_eq: sp.csr
         return "infeasible", float("inf"), np.empty(0)
     if st != highspy.HighsModelStatus.kOptimal:
         return h.modelStatusToString(st), float("nan"), np.empty(0)
+    if duals_out is not None:
+        duals_out.append(np.asarray(h.getSolution().row_dual)[:A_ub.shape[0]])
     return "optimal", float(h.getInfo().objective_function_value), np.asarray(h.getSolution().col_value)

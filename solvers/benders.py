@@ -1,0 +1,171 @@
+"""CP-SAT proofs for the time objective: metric-inequality decomposition (Benders for network design).
+
+CP-SAT cannot route fractionally, and integer routing is a restriction (its optimum proves nothing about the
+time objective). So CP-SAT decides the circuits only, and routing stays an LP outside it. The bridge is the
+Japanese theorem (Iri 1971; Onaga & Kakusho 1971): demands D are routable at throughput lam (every demand
+delivered within 1 / lam) on circuits x, each direction of a circuit carrying B bytes/s, if and only if for
+every length function l >= 0 on the directed arcs
+
+    B * sum_arcs l_a x_pair(a)  >=  lam * sum_st D_st dist_l(s, t).
+
+With integer lengths the left side is an integer, so a probe at time T (lam = 1 / T) adds the row
+sum_p w_p x_p >= ceil(lam W / B) with w_p = l_ij + l_ji and W = sum_st D_st dist_l(s, t) computed exactly
+(a Chvatal-Gomory rounding on top). Every row is valid for every wiring at least as good as T, whatever
+lengths produced it, so a probe CP-SAT proves INFEASIBLE is a proof that no wiring reaches T.
+
+A probe asks CP-SAT (circuits, switch rows, symmetry and cluster rows, the metric rows so far) for a
+proposal; the routing LP (`synth.network.optimal_routing`) times it. Fast enough: a wiring at least as good as
+T. Too slow: the LP's capacity duals are a length function the proposal violates, rounded to integers and
+added as a row (when rounding loses the violation, or the proposal does not fit on the switches, a no-good
+row removes just that proposal). A proposal that cannot route some demand at all gets the cut-set row of
+its component instead. Rows persist across probes (re-rounded at each probe's lam). Probes bisect between
+the bound and the best wiring, as the MILP's do.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from synth.model import SolveParams
+from synth.problem import WiringProblem
+
+LENGTH_SCALE = 10 ** 9     # integer lengths: the longest arc of a cut gets this
+SHADE = 1e-9               # lam = (1 - SHADE) / T keeps a wiring of exactly T inside the probe
+
+
+class MetricCuts:
+    """The metric rows found so far: (pair weights w, W = sum D dist_w in bytes x length)."""
+
+    def __init__(self, problem: WiringProblem, ix) -> None:
+        self.problem = problem
+        self.ix = ix
+        self.n = ix.n
+        self.B = problem.port_bytes_per_s
+        self.D = problem.traffic.bytes_.astype(np.float64)
+        self.arc_i = np.array([a for a, _ in ix.arcs], dtype=np.int64)
+        self.arc_j = np.array([b for _, b in ix.arcs], dtype=np.int64)
+        self.rows: list[tuple[np.ndarray, float]] = []
+
+    def _dist(self, length: np.ndarray) -> np.ndarray:
+        """All-pairs shortest distances under integer arc lengths (Floyd-Warshall, exact in int64)."""
+        big = np.int64(1) << 60
+        d = np.full((self.n, self.n), big, dtype=np.int64)
+        d[self.arc_i, self.arc_j] = length
+        np.fill_diagonal(d, 0)
+        for k in range(self.n):
+            np.minimum(d, d[:, k, None] + d[None, k, :], out=d)
+        return d
+
+    def row(self, arc_length: np.ndarray) -> tuple[np.ndarray, float] | None:
+        """The row of a length function on ix.arcs (any scale, >= 0): integer pair weights (ix.pairs order)
+        and W. None when the lengths are all zero."""
+        top = float(arc_length.max(initial=0.0))
+        if top <= 0:
+            return None
+        w_arc = np.floor(arc_length / top * LENGTH_SCALE).astype(np.int64)
+        d = self._dist(w_arc)
+        mask = self.D > 0
+        if (d[mask] >= np.int64(1) << 59).any():
+            return None
+        W = float((self.D[mask] * d[mask].astype(np.float64)).sum())
+        half = len(self.ix.pairs)
+        w = w_arc[:half] + w_arc[half:]      # ix.arcs lists every pair forward, then every pair backward
+        return w, W
+
+    def rhs(self, W: float, lam: float) -> int:
+        return int(math.ceil(lam * W / self.B * (1 - 1e-12)))
+
+    def cut_set(self, inside: np.ndarray) -> np.ndarray:
+        """Lengths 1 on the arcs leaving a set of accelerators."""
+        return (inside[self.arc_i] & ~inside[self.arc_j]).astype(np.float64)
+
+    def lp_lengths(self, xhat: np.ndarray) -> tuple[float, np.ndarray]:
+        """(time of the best routing on circuits xhat (ix.pairs order), its dual lengths on ix.arcs); inf and
+        the cut-set lengths of a component when some demand has no path."""
+        import scipy.sparse as sp
+        from scipy.sparse.csgraph import connected_components
+
+        from synth.network import Network, optimal_routing
+        pairs = np.array(self.ix.pairs, dtype=np.int64).reshape(-1, 2)
+        on = xhat > 0
+        g = sp.csr_matrix((np.ones(int(on.sum())), (pairs[on, 0], pairs[on, 1])), shape=(self.n, self.n))
+        _, lab = connected_components(g, directed=False)
+        split = (self.D > 0) & (lab[:, None] != lab[None, :])
+        if split.any():
+            s, _ = np.argwhere(split)[0]
+            return float("inf"), self.cut_set(lab == lab[s])
+        net = Network.from_pairs("proposal", self.n, self.n, pairs, xhat * self.B, 0.0)
+        out: list = []
+        theta, _ = optimal_routing(net, self.D, crossover=False, lengths_out=out)
+        length = np.zeros((self.n, self.n))
+        length[net.src, net.dst] = out[0]
+        return float(theta), length[self.arc_i, self.arc_j]
+
+
+def probe(problem: WiringProblem, ix, cuts: MetricCuts, T: float, deadline: float, params: SolveParams,
+          sym, per_switch: bool, hint: np.ndarray | None = None):
+    """Is there a wiring with time <= T? Returns ("infeasible", None, stats), ("found", (counts, time),
+    stats) or ("unknown", None, stats) when the deadline came first. `hint` (circuits per pair, e.g. the
+    best wiring's) steers CP-SAT's proposals towards its neighbourhood."""
+    from ortools.sat.python import cp_model
+
+    from .exact import _counts, cpsat_topology
+    lam = (1 - SHADE) / T
+    B = cuts.B
+    m = cp_model.CpModel()
+    need_of = lambda b: math.ceil(lam * b / B * (1 - 1e-9))
+    y, x, _ = cpsat_topology(m, problem, ix, per_switch, need_of, sym)
+    xs = [x[p] for p in ix.pairs]
+
+    def add_row(w: np.ndarray, W: float) -> None:
+        nz = np.flatnonzero(w)
+        m.Add(sum(int(w[i]) * xs[i] for i in nz) >= cuts.rhs(W, lam))
+
+    def no_good(vals: np.ndarray) -> None:
+        lits = []
+        for i, v in enumerate(vals):
+            b = m.NewBoolVar("")
+            m.Add(xs[i] != int(v)).OnlyEnforceIf(b)
+            lits.append(b)
+        m.AddBoolOr(lits)
+
+    for w, W in cuts.rows:
+        add_row(w, W)
+    if hint is not None:
+        for v, h in zip(xs, hint):
+            m.AddHint(v, int(h))
+    stats = {"proposals": 0, "rows_added": 0, "no_goods": 0}
+    while True:
+        left = deadline - time.perf_counter()
+        if left < 0.2:
+            return "unknown", None, stats
+        solver = cp_model.CpSolver()
+        solver.parameters.max_time_in_seconds = left
+        solver.parameters.num_workers = params.threads
+        solver.parameters.random_seed = params.seed
+        st = solver.Solve(m)
+        if st == cp_model.INFEASIBLE:
+            return "infeasible", None, stats
+        if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return "unknown", None, stats
+        stats["proposals"] += 1
+        xhat = np.array([solver.Value(v) for v in xs], dtype=np.int64)
+        theta, length = cuts.lp_lengths(xhat.astype(np.float64))
+        if theta <= T:
+            counts = _counts(problem, ix, {k: solver.Value(v) for k, v in y.items()} if per_switch else
+                             dict(zip(ix.pairs, xhat.tolist())), per_switch)
+            if counts is not None:
+                return "found", (counts, theta), stats
+            no_good(xhat)                     # fast enough but does not fit on the switches
+            stats["no_goods"] += 1
+            continue
+        row = cuts.row(length)
+        if row is not None and int(row[0] @ xhat) < cuts.rhs(row[1], lam):
+            cuts.rows.append(row)
+            add_row(*row)
+            stats["rows_added"] += 1
+        else:                                 # rounding lost the violation: exclude just this proposal
+            no_good(xhat)
+            stats["no_goods"] += 1
