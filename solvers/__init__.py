@@ -46,7 +46,7 @@ def _result(problem: WiringProblem, solver: str, wiring: Wiring, params: SolvePa
             score: tuple[float, str] | None = None) -> SolveResult:
     """The answer for `wiring`, scored (unless `score` already holds its objective and routing) and bounded."""
     if score is None:
-        score = problem.score(wiring, time_limit_s=score_s if score_s is not None else max(5.0, params.time_limit_s / 3))
+        score = problem.score(wiring, "best", score_s if score_s is not None else max(5.0, params.time_limit_s / 3))
     objective, routing = score
     bound, named = best_bound(problem)
     bound = min(bound, objective)

@@ -109,7 +109,7 @@ def _finish(problem: WiringProblem, solver: str, version: str, params: SolvePara
         bound = max(bound, model_bound)
     objective = None
     if wiring is not None:
-        objective, routing = problem.score(wiring)
+        objective, routing = problem.score(wiring, "best")
         extra = {**extra, "routing": routing}
         if status == SolveStatus.OPTIMAL:
             bound = max(bound, min(objective, extra.get("model_objective", objective)))

@@ -405,3 +405,19 @@ def test_cpsat_and_milp_agree_on_random_instances():
         cp = wire(p, "cpsat", SolveParams(time_limit_s=30))
         assert milp.status == SolveStatus.OPTIMAL and cp.status == SolveStatus.OPTIMAL, seed
         assert cp.objective == pytest.approx(milp.objective, rel=1e-6), seed
+
+
+def test_final_answers_are_scored_by_the_routing_lp_when_it_fits():
+    # above EXACT_ROUTING_MAX the multi-path routing is an upper bound; "best" replaces it by the LP's optimum
+    from synth.problem import EXACT_ROUTING_MAX
+    n = EXACT_ROUTING_MAX + 4
+    rng = np.random.default_rng(7)
+    t = rng.random((n, n)) * 1e6
+    np.fill_diagonal(t, 0)
+    p = problem(t, 3)
+    w = wire(p, "expander", SolveParams(seed=1)).artifact
+    mwu, how = p.score(w)
+    best, how_best = p.score(w, "best", time_limit_s=30)
+    assert how.startswith("mwu") and how_best == "optimal" and best <= mwu
+    res = wire(p, "expander", SolveParams(seed=1))
+    assert res.objective == pytest.approx(best, rel=1e-6) and res.artifact.solve["routing"] == "optimal"
