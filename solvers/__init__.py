@@ -31,7 +31,7 @@ import numpy as np
 
 from synth.errors import Infeasible, InvalidInput
 from synth.model import Limit, SolveParams, SolveResult, SolveStatus, Wiring
-from synth.problem import WiringProblem
+from synth.problem import EXACT_ROUTING_MAX, WiringProblem
 
 from . import baselines
 from .structured import near_moore
@@ -134,7 +134,8 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
     p, n = int(problem.layout.capacity.sum(axis=1).max()), problem.accelerators
     dense = p + p * (p - 1) >= (n - 1) / 2      # two hops can reach most pairs: optimize that, incrementally
     try:
-        share = 0.5 if n > 256 else 0.7   # the rest scores the routing (MWU)
+        # the rest scores the routing: MWU, and from 49 accelerators the path LP that corrects it
+        share = 0.5 if n > 256 else 0.6 if n > EXACT_ROUTING_MAX else 0.7
         t = problem.traffic.bytes_
         if dense:
             w, tried, kept = improve_two_hop(start, t, budget * share * 0.8, params.seed, params.progress)

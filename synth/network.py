@@ -363,7 +363,7 @@ def optimal_routing(net: Network, demand: np.ndarray, time_limit_s: float = 60.0
     if status != "optimal":
         raise InvalidInput(f"routing LP stopped: {status}", field="routing")
     if lengths_out is not None:            # rows "flow - theta x cap <= 0": duals <= 0, scaled like cap
-        lengths_out.append(np.maximum(-duals[0], 0.0) / c_scale)
+        lengths_out.append(np.maximum(-duals[0][:E], 0.0) / c_scale)
     return theta * d_scale / c_scale, np.maximum(f, 0.0).reshape(K, E).sum(axis=0) * d_scale
 
 
@@ -444,7 +444,7 @@ def _solve_lp(c: np.ndarray, A_ub: sp.csr_matrix, b_ub: np.ndarray, A_eq: sp.csr
     Without crossover the answer is the interior-point optimum (primal-dual gap 1e-8): enough for a value or
     a bound, and it skips the crossover that degenerate routing LPs spend minutes in. Returns (status,
     objective, x) with status "optimal", "infeasible" or HiGHS's status name; `duals_out` receives the
-    duals of the A_ub rows."""
+    row duals (the A_ub rows, then the A_eq rows)."""
     import highspy
     A = sp.vstack([A_ub, A_eq]).tocsc()
     lp = highspy.HighsLp()
@@ -472,5 +472,5 @@ def _solve_lp(c: np.ndarray, A_ub: sp.csr_matrix, b_ub: np.ndarray, A_eq: sp.csr
     if st != highspy.HighsModelStatus.kOptimal:
         return h.modelStatusToString(st), float("nan"), np.empty(0)
     if duals_out is not None:
-        duals_out.append(np.asarray(h.getSolution().row_dual)[:A_ub.shape[0]])
+        duals_out.append(np.asarray(h.getSolution().row_dual))
     return "optimal", float(h.getInfo().objective_function_value), np.asarray(h.getSolution().col_value)

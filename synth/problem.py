@@ -6,8 +6,9 @@ Objectives (all minimized):
   routing of every demand over the wiring (direct or through accelerators): the optimal multi-commodity
   routing (an LP, :func:`synth.network.optimal_routing`) up to ``EXACT_ROUTING_MAX`` accelerators, else
   multiplicative-weights multi-path routing (or ECMP when that is better), and for a solver's final answer
-  up to ``LP_ROUTING_MAX`` the LP again when it finishes in the time left (`routing="best"`). Every value is
-  that of a routing that exists, so an upper bound on the wiring's optimum.
+  on up to ``PATH_LP_MAX_LINKS`` links the LP over the paths MWU used, grown by column generation
+  (`routing="best"`, :func:`synth.routing.path_lp_routing`). Every value is that of a routing that exists,
+  so an upper bound on the wiring's optimum.
 - ``hops``: hop-weighted bytes, sum over demands of bytes x shortest-path hops (seconds-free; 1 = every
   byte on a direct circuit).
 """
@@ -25,7 +26,9 @@ from .network import Network, ecmp_loads, optimal_routing
 OBJECTIVES = ("time", "hops")
 POLICIES = ("multihop", "direct")
 EXACT_ROUTING_MAX = 48    # accelerators: the routing LP always (a few seconds at most)
-LP_ROUTING_MAX = 128      # accelerators: the routing LP for final answers when it fits the time left
+ARC_LP_MAX_COLUMNS = 100_000   # destinations x links: below this the arc LP is the faster exact routing
+PATH_LP_MAX_LINKS = 3000  # directed links: final answers get MWU + path LP + column generation (its dense
+                          # capacity block grows as links^2: 2,592 links (144 x 18) take 9 s, 5,184 minutes)
 
 
 @dataclass(frozen=True, eq=False)
@@ -98,9 +101,9 @@ class WiringProblem:
     def score(self, wiring: Wiring, routing: str = "auto", time_limit_s: float = 20.0) -> tuple[float, str]:
         """(objective value, routing used) of a wiring; inf when a demand has no path. `routing` for the
         time objective: "optimal" (LP), "mwu" (multiplicative-weights multi-path, large instances),
-        "ecmp", "auto" (optimal up to EXACT_ROUTING_MAX accelerators, else mwu) or "best" (auto, then up to
-        LP_ROUTING_MAX accelerators the LP without crossover if it finishes within `time_limit_s`: 300 MWU
-        rounds are still ~5% above the optimum on 64-96 accelerators, the LP takes 2.5-12 s there)."""
+        "ecmp", "auto" (optimal up to EXACT_ROUTING_MAX accelerators, else mwu) or "best" (auto, but on up to
+        PATH_LP_MAX_LINKS links the path LP over MWU's paths with column generation, within `time_limit_s`:
+        300 MWU rounds alone stay 3-7% above the optimum on 64-144 accelerators)."""
         dem = self.traffic.bytes_
         net = self.network(wiring)
         n = self.accelerators
@@ -113,19 +116,13 @@ class WiringProblem:
             with np.errstate(divide="ignore"):
                 t = np.where(dem > 0, dem / (np.maximum(adj, 1e-300) * self.port_bytes_per_s), 0.0)
             return float(t.max()), "direct"
-        if routing == "best" and EXACT_ROUTING_MAX < n:
-            import time
-            t0 = time.perf_counter()
-            theta, how = self.score(wiring, "mwu", time_limit_s)
-            left = time_limit_s - (time.perf_counter() - t0)
-            if n <= LP_ROUTING_MAX and left >= 1.0:
-                try:
-                    lp = optimal_routing(net, dem, time_limit_s=left, crossover=False)[0]
-                except InvalidInput:          # the LP ran out of time: the multi-path routing stands
-                    return theta, how
-                if lp < theta:
-                    return lp, "optimal"
-            return theta, how
+        if routing == "best" and EXACT_ROUTING_MAX < n and n * net.links <= ARC_LP_MAX_COLUMNS:
+            routing = "optimal"
+        if routing == "best" and EXACT_ROUTING_MAX < n and net.links <= PATH_LP_MAX_LINKS:
+            from .routing import path_lp_routing
+            theta, how = path_lp_routing(net, dem, time_limit_s=time_limit_s)
+            ecmp = float((ecmp_loads(net, dem) / net.capacity_bps).max())
+            return (theta, how) if theta <= ecmp else (ecmp, "ecmp")
         if routing in ("auto", "best"):
             routing = "optimal" if n <= EXACT_ROUTING_MAX else "mwu"
         if routing == "optimal":

@@ -416,8 +416,18 @@ def test_final_answers_are_scored_by_the_routing_lp_when_it_fits():
     np.fill_diagonal(t, 0)
     p = problem(t, 3)
     w = wire(p, "expander", SolveParams(seed=1)).artifact
+    from synth.routing import path_lp_routing
     mwu, how = p.score(w)
-    best, how_best = p.score(w, "best", time_limit_s=30)
-    assert how.startswith("mwu") and how_best == "optimal" and best <= mwu
+    lp, _ = p.score(w, "optimal")
+    assert how.startswith("mwu") and lp < mwu
+    assert p.score(w, "best", time_limit_s=30) == (lp, "optimal")        # small enough for the arc LP
     res = wire(p, "expander", SolveParams(seed=1))
-    assert res.objective == pytest.approx(best, rel=1e-6) and res.artifact.solve["routing"] == "optimal"
+    assert res.objective == pytest.approx(lp, rel=1e-9) and res.artifact.solve["routing"] == "optimal"
+    # the path LP over MWU's paths, grown by column generation until no path has a negative reduced cost,
+    # reaches the arc LP's optimum (it takes over where the arc LP is too big)
+    worse = wire(p, "greedy").artifact
+    for wiring in (w, worse):
+        for rounds in (30, 1):       # one round: one path per demand, the rest from column generation
+            value, how_path = path_lp_routing(p.network(wiring), t, time_limit_s=30, rounds=rounds)
+            assert how_path.startswith("path-lp") and (rounds > 1 or " 0 generations" not in how_path)
+            assert value == pytest.approx(p.score(wiring, "optimal")[0], rel=1e-5), how_path
