@@ -431,3 +431,14 @@ def test_final_answers_are_scored_by_the_routing_lp_when_it_fits():
             value, how_path = path_lp_routing(p.network(wiring), t, time_limit_s=30, rounds=rounds)
             assert how_path.startswith("path-lp") and (rounds > 1 or " 0 generations" not in how_path)
             assert value == pytest.approx(p.score(wiring, "optimal")[0], rel=1e-5), how_path
+
+
+@pytest.mark.parametrize("fixed", [(Circuit(0, 1, 0, 4, 0),), (Circuit(1, 0, 1, 1, 1), Circuit(2, 2, 2, 5, 2))])
+def test_cpsat_probes_keep_fixed_circuits(fixed):
+    # fixed circuits pin switches: the metric-inequality master runs per switch; same optimum as the MILP
+    p = problem(tp_pp_demand(3, 2, p2p=3e8), 3, fixed_circuits=fixed)
+    milp = wire(p, "milp", SolveParams(time_limit_s=60, backend="highs"))
+    cp = wire(p, "cpsat", SolveParams(time_limit_s=60))
+    assert milp.status == cp.status == SolveStatus.OPTIMAL
+    assert cp.objective == pytest.approx(milp.objective, rel=1e-6)
+    assert set(fixed) <= set(cp.artifact.circuits) and not wiring_violations(cp.artifact)
