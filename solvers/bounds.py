@@ -12,6 +12,8 @@
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -85,7 +87,18 @@ def lp_relaxation_solution(problem: WiringProblem, time_limit_s: float = 30.0):
     return None if sol is None else (sol[1], sol[2])
 
 
+_LP_CACHE: "weakref.WeakKeyDictionary[WiringProblem, tuple | None]" = weakref.WeakKeyDictionary()
+
+
 def _lp_relaxation(problem: WiringProblem, time_limit_s: float):
+    """The LP relaxation's (time bound, pairs, fractional circuits), solved once per problem (every answer of a
+    solve attaches it; on 40 accelerators it takes seconds)."""
+    if problem not in _LP_CACHE:
+        _LP_CACHE[problem] = _solve_lp_relaxation(problem, time_limit_s)
+    return _LP_CACHE[problem]
+
+
+def _solve_lp_relaxation(problem: WiringProblem, time_limit_s: float):
     from scipy.optimize import linprog
     n = problem.accelerators
     if problem.objective != "time" or n > LP_BOUND_MAX:

@@ -442,3 +442,22 @@ def test_cpsat_probes_keep_fixed_circuits(fixed):
     assert milp.status == cp.status == SolveStatus.OPTIMAL
     assert cp.objective == pytest.approx(milp.objective, rel=1e-6)
     assert set(fixed) <= set(cp.artifact.circuits) and not wiring_violations(cp.artifact)
+
+
+def test_exact_solvers_start_no_worse_than_the_quick_baselines(monkeypatch):
+    # a short first round on 20 accelerators is worse than the greedy / TopoOpt-style wirings: the exact
+    # solvers start their probes from the best of them, and solve the LP relaxation bound once per problem
+    import solvers.bounds as bounds
+    calls = []
+    real = bounds._solve_lp_relaxation
+    monkeypatch.setattr(bounds, "_solve_lp_relaxation", lambda *a: calls.append(1) or real(*a))
+    rng = np.random.default_rng(20)
+    t = rng.random((20, 20)) * 1e6
+    np.fill_diagonal(t, 0)
+    for solver in ("milp", "cpsat"):
+        p = problem(t, 4)
+        quick = min(wire(p, b).objective for b in ("greedy", "topoopt"))
+        res = wire(p, solver, SolveParams(time_limit_s=4))
+        assert res.objective <= quick * (1 + 1e-9) and res.bound <= res.objective
+        assert not wiring_violations(res.artifact)
+    assert len(calls) == 2          # one LP relaxation per problem, however many answers were scored
