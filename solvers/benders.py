@@ -111,7 +111,7 @@ def probe(problem: WiringProblem, ix, cuts: MetricCuts, T: float, deadline: floa
     best wiring's) steers CP-SAT's proposals towards its neighbourhood."""
     from ortools.sat.python import cp_model
 
-    from .exact import _counts, cpsat_topology
+    from .exact import _counts, cpsat_interrupted, cpsat_topology
     lam = (1 - SHADE) / T
     B = cuts.B
     m = cp_model.CpModel()
@@ -146,6 +146,8 @@ def probe(problem: WiringProblem, ix, cuts: MetricCuts, T: float, deadline: floa
         solver.parameters.num_workers = params.threads
         solver.parameters.random_seed = params.seed
         st = solver.Solve(m)
+        if cpsat_interrupted(solver, st, left):
+            raise KeyboardInterrupt           # Ctrl-C, which CP-SAT caught: the caller returns what it has
         if st == cp_model.INFEASIBLE:
             return "infeasible", None, stats
         if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):

@@ -280,6 +280,10 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams()) -> S
     t0 = time.perf_counter()
     best = _two_stage(problem, replace(params, time_limit_s=params.time_limit_s * FIRST_SHARE), _solve_milp)
     rounds = [_round(best, None)]
+    if best.limit == Limit.INTERRUPT:        # Ctrl-C in the first round: what it has, or the expander
+        if best.objective is None or not np.isfinite(best.objective):
+            raise KeyboardInterrupt
+        return best
     say = params.progress or (lambda msg: None)
     say(f"milp first round: {best.status.value}" + (f", {best.objective:.6g} s, bound {best.bound:.6g} s"
                                                      if best.objective is not None and best.bound is not None else ""))
@@ -309,6 +313,11 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams()) -> S
             interrupted = True
             break
         rounds.append(_round(res, probe))
+        if res.limit == Limit.INTERRUPT:      # HiGHS stopped on Ctrl-C: keep a better wiring if it has one
+            interrupted = True
+            if res.objective is not None and res.objective < best.objective:
+                best = res
+            break
         say(f"milp probe at {probe:.6g} s: " + {"INFEASIBLE": "nothing as good (bound raised)",
                                                 "NO_SOLUTION": "not settled"}.get(res.status.value, res.status.value)
             + (f", found {res.objective:.6g} s" if res.objective else ""))
@@ -423,6 +432,36 @@ def _layered_routing(prob, ix: _Index, D: np.ndarray, cap: float, lam, lam_lo: f
     return loads, flows, ncut
 
 
+class _CtrlC:
+    """Ctrl-C for HiGHS, which runs in C++ where Python's KeyboardInterrupt cannot reach it: while a solve
+    runs, SIGINT only sets a flag, and HiGHS's interrupt callbacks (called between nodes and iterations)
+    tell it to stop. The solve then returns what it has, marked Limit.INTERRUPT. Main thread only."""
+
+    def __init__(self) -> None:
+        self.hit = False
+        self._prev = None
+
+    def __enter__(self):
+        import signal
+        import threading
+        if threading.current_thread() is threading.main_thread():
+            self._prev = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def _on_sigint(self, signum, frame) -> None:
+        self.hit = True
+
+    def __exit__(self, *exc) -> bool:
+        import signal
+        if self._prev is not None:
+            signal.signal(signal.SIGINT, self._prev)
+        return False
+
+    def callback(self, kind, message, data_out, data_in, user_data) -> None:
+        if self.hit:
+            data_in.user_interrupt = True
+
+
 def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool,
                 cutoff: float | None = None) -> SolveResult:
     """One MILP solve; with `cutoff` (the time of a known wiring) the model only admits wirings at least
@@ -474,21 +513,26 @@ def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool,
     else:
         prob += pulp.lpSum(flows) >= lb / scale * (1 - 1e-9)
         prob += pulp.lpSum(flows)
+    ctrl_c = _CtrlC()
     if backend == "highs":
+        import highspy
+        kinds = highspy.cb.HighsCallbackType
         solver = pulp.HiGHS(msg=False, timeLimit=params.time_limit_s, threads=params.threads,
-                            gapRel=params.rel_gap, random_seed=params.seed)
+                            gapRel=params.rel_gap, random_seed=params.seed, callbackTuple=(ctrl_c.callback, None),
+                            callbacksToActivate=[kinds.kCallbackMipInterrupt, kinds.kCallbackSimplexInterrupt,
+                                                 kinds.kCallbackIpmInterrupt])
     else:
         solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=params.time_limit_s, threads=params.threads,
                                    gapRel=params.rel_gap, options=[f"randomSeed {params.seed + 1}"])
     try:
-        with _quiet_stdout():
+        with _quiet_stdout(), ctrl_c:
             prob.solve(solver)
     except pulp.PulpSolverError as exc:
         raise SolverUnavailable(f"{backend}: {exc}") from None
     wall = time.perf_counter() - t0
     name = f"milp-{backend}"
     version = f"pulp {pulp.__version__}"
-    limit = Limit.TIME if wall >= params.time_limit_s * 0.98 else Limit.NONE
+    limit = Limit.INTERRUPT if ctrl_c.hit else Limit.TIME if wall >= params.time_limit_s * 0.98 else Limit.NONE
     if prob.status == pulp.LpStatusInfeasible:
         return SolveResult(SolveStatus.INFEASIBLE, None, None, wall, name, version, params.seed, limit,
                            message="the MILP is infeasible")
@@ -559,7 +603,9 @@ def solve_cpsat(problem: WiringProblem, params: SolveParams = SolveParams()) -> 
     best = _two_stage(problem, replace(params, time_limit_s=params.time_limit_s * CPSAT_FIRST_SHARE), _solve_cpsat)
     say = params.progress or (lambda msg: None)
     say(f"cpsat first round: {best.status.value}" + (f", {best.objective:.6g} s" if best.objective else ""))
-    if best.status == SolveStatus.OPTIMAL:
+    if best.limit == Limit.INTERRUPT and best.artifact is None:
+        raise KeyboardInterrupt          # Ctrl-C before any wiring: wire() answers with the expander
+    if best.status == SolveStatus.OPTIMAL or best.limit == Limit.INTERRUPT:
         return best
     rounds = [_round(best, None)] if best.objective is not None else []
     best = _baseline_start(problem, params, best, "cpsat")      # integer units can be coarse
@@ -650,6 +696,13 @@ def _metric_probes(problem: WiringProblem, params: SolveParams, t0: float, best:
     return _combined(problem, params, t0, best, min(bound, best.objective), rounds, interrupted)
 
 
+def cpsat_interrupted(solver, status, limit_s: float) -> bool:
+    """CP-SAT catches Ctrl-C itself and returns what it has: a search that stopped short of its time limit
+    with neither a proof nor a final answer was interrupted, and the caller should stop too."""
+    from ortools.sat.python import cp_model
+    return status in (cp_model.FEASIBLE, cp_model.UNKNOWN) and solver.WallTime() < 0.95 * limit_s
+
+
 def cpsat_topology(m, problem: WiringProblem, ix: _Index, per_switch: bool, need_of=None, sym=None):
     """The circuit variables and rows of the CP-SAT models: (y, x per pair, symmetry rows)."""
     y = {key: m.NewIntVar(lo, hi, name) for key, (name, lo, hi) in _topology_vars(ix, per_switch).items()}
@@ -729,7 +782,8 @@ def _solve_cpsat(problem: WiringProblem, params: SolveParams, per_switch: bool) 
     st = solver.Solve(m)
     wall = time.perf_counter() - t0
     version = f"ortools {ortools.__version__}"
-    limit = Limit.TIME if wall >= params.time_limit_s * 0.98 else Limit.NONE
+    limit = Limit.INTERRUPT if cpsat_interrupted(solver, st, params.time_limit_s) else \
+        Limit.TIME if wall >= params.time_limit_s * 0.98 else Limit.NONE
     if st == cp_model.INFEASIBLE:
         return SolveResult(SolveStatus.INFEASIBLE, None, None, wall, "cpsat", version, params.seed, limit,
                            message="the CP-SAT model is infeasible")

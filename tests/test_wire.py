@@ -461,3 +461,26 @@ def test_exact_solvers_start_no_worse_than_the_quick_baselines(monkeypatch):
         assert res.objective <= quick * (1 + 1e-9) and res.bound <= res.objective
         assert not wiring_violations(res.artifact)
     assert len(calls) == 2          # one LP relaxation per problem, however many answers were scored
+
+
+@pytest.mark.parametrize("solver", ["milp", "cpsat"])
+def test_ctrl_c_stops_a_long_solve_promptly(solver):
+    # HiGHS and CP-SAT run in C++ where KeyboardInterrupt cannot reach them: a real SIGINT must still stop the
+    # solve within seconds and return the best wiring so far, marked "interrupt"
+    import os
+    import signal
+    import threading
+    import time
+    from synth.bench import load_suite, suite_problem
+    case = next(c for c in load_suite("instances/wiring/suite.toml") if c["name"] == "llama405b-16-time")
+    p = suite_problem(case)
+    timer = threading.Timer(4.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+    t0 = time.perf_counter()
+    timer.start()
+    try:
+        res = wire(p, solver, SolveParams(time_limit_s=300))
+    finally:
+        timer.cancel()
+    assert time.perf_counter() - t0 < 60
+    assert res.limit.value == "interrupt" and res.status == SolveStatus.FEASIBLE
+    assert res.artifact is not None and not wiring_violations(res.artifact)
