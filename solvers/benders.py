@@ -111,7 +111,7 @@ def probe(problem: WiringProblem, ix, cuts: MetricCuts, T: float, deadline: floa
     best wiring's) steers CP-SAT's proposals towards its neighbourhood."""
     from ortools.sat.python import cp_model
 
-    from .exact import _counts, cpsat_interrupted, cpsat_topology
+    from .exact import CpsatCtrlC, _counts, cpsat_topology
     lam = (1 - SHADE) / T
     B = cuts.B
     m = cp_model.CpModel()
@@ -145,8 +145,9 @@ def probe(problem: WiringProblem, ix, cuts: MetricCuts, T: float, deadline: floa
         solver.parameters.max_time_in_seconds = left
         solver.parameters.num_workers = params.threads
         solver.parameters.random_seed = params.seed
-        st = solver.Solve(m)
-        if cpsat_interrupted(solver, st, left):
+        ctrl_c = CpsatCtrlC(solver)
+        st = ctrl_c.solve(m)
+        if ctrl_c.hit:
             raise KeyboardInterrupt           # Ctrl-C, which CP-SAT caught: the caller returns what it has
         if st == cp_model.INFEASIBLE:
             return "infeasible", None, stats

@@ -189,26 +189,13 @@ def _cluster_rows(problem: WiringProblem, ix: _Index, need_of=None):
     circuits across the cut, `need_of(bytes)` of them (at least one), and the ports S keeps for itself then
     hold at most floor((ports of S - need) / 2) circuits inside S (a Chvatal-Gomory rounding the LP
     relaxation does not see). Rows as in `_topology_rows`, over the pair keys."""
-    import scipy.sparse as sp
-    from scipy.sparse.csgraph import connected_components
-    t = problem.traffic.bytes_
-    n = ix.n
-    seen: set[frozenset] = set()
+    from .bounds import demand_clusters
     ports = ix.cap.sum(axis=1)
-    for th in np.unique(t[t > 0]):
-        k, lab = connected_components(sp.csr_matrix(t >= th), directed=True, connection="weak")
-        for c in range(k):
-            inside = lab == c
-            S = frozenset(np.flatnonzero(inside).tolist())
-            if len(S) < 2 or len(S) == n or S in seen:
-                continue
-            seen.add(S)
-            crossing = max(t[np.ix_(inside, ~inside)].sum(), t[np.ix_(~inside, inside)].sum())
-            if crossing <= 0:
-                continue
-            need = max(1, need_of(crossing) if need_of else 1)
-            yield [(p, 1) for p in ix.pairs if (p[0] in S) != (p[1] in S)], ">=", need
-            yield [(p, 1) for p in ix.pairs if p[0] in S and p[1] in S], "<=", (int(ports[sorted(S)].sum()) - need) // 2
+    for inside, crossing in demand_clusters(problem.traffic.bytes_):
+        S = set(np.flatnonzero(inside).tolist())
+        need = max(1, need_of(crossing) if need_of else 1)
+        yield [(p, 1) for p in ix.pairs if (p[0] in S) != (p[1] in S)], ">=", need
+        yield [(p, 1) for p in ix.pairs if p[0] in S and p[1] in S], "<=", (int(ports[inside].sum()) - need) // 2
 
 
 def _flow_keys(problem: WiringProblem, ix: _Index):
@@ -287,11 +274,17 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams()) -> S
     say = params.progress or (lambda msg: None)
     say(f"milp first round: {best.status.value}" + (f", {best.objective:.6g} s, bound {best.bound:.6g} s"
                                                      if best.objective is not None and best.bound is not None else ""))
+    interrupted = False
     if best.status == SolveStatus.FEASIBLE and not np.isfinite(best.objective or np.inf):
         left = params.time_limit_s - (time.perf_counter() - t0)    # no usable answer yet: the plain model on
         if left >= 1.0:
-            best = _two_stage(problem, replace(params, time_limit_s=left), _solve_milp)
-            rounds.append(_round(best, None))
+            try:
+                res = _two_stage(problem, replace(params, time_limit_s=left), _solve_milp)
+                rounds.append(_round(res, None))
+                interrupted = res.limit == Limit.INTERRUPT
+                best = res if res.objective is not None else best
+            except KeyboardInterrupt:   # Ctrl-C between solves: the baselines below answer
+                interrupted = True
     if best.status == SolveStatus.OPTIMAL:
         return best
     best = _baseline_start(problem, params, best, best.solver)
@@ -299,8 +292,7 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams()) -> S
         return best
     bound = best.bound or 0.0
     step = 1.0          # the first probe looks for better wirings than the first round's, then bisection
-    interrupted = False
-    while True:
+    while not interrupted:
         left = params.time_limit_s - (time.perf_counter() - t0)
         inc = best.objective
         if left < 1.0 or inc - bound <= params.rel_gap * inc:
@@ -696,11 +688,50 @@ def _metric_probes(problem: WiringProblem, params: SolveParams, t0: float, best:
     return _combined(problem, params, t0, best, min(bound, best.objective), rounds, interrupted)
 
 
-def cpsat_interrupted(solver, status, limit_s: float) -> bool:
-    """CP-SAT catches Ctrl-C itself and returns what it has: a search that stopped short of its time limit
-    with neither a proof nor a final answer was interrupted, and the caller should stop too."""
-    from ortools.sat.python import cp_model
-    return status in (cp_model.FEASIBLE, cp_model.UNKNOWN) and solver.WallTime() < 0.95 * limit_s
+class CpsatCtrlC:
+    """Ctrl-C for CP-SAT: run `solve(model)` so that a SIGINT stops the search and is reported (`hit`), instead
+    of being inferred. CP-SAT's own SIGINT catching is turned off; Python's handler only sets a flag, and its
+    wakeup fd (written from C the moment the signal lands, while the main thread is inside the C++ solve)
+    wakes a watcher thread that calls StopSearch. Off the main thread the search runs to its limit."""
+
+    def __init__(self, solver) -> None:
+        self.solver = solver
+        self.hit = False
+
+    def solve(self, model):
+        import os
+        import signal
+        import threading
+        self.solver.parameters.catch_sigint_signal = False
+        if threading.current_thread() is not threading.main_thread():
+            return self.solver.Solve(model)
+        r, w = os.pipe()
+        os.set_blocking(w, False)
+        prev_handler = signal.signal(signal.SIGINT, self._on_sigint)
+        prev_fd = signal.set_wakeup_fd(w)
+
+        def watch() -> None:
+            while True:
+                data = os.read(r, 64)
+                if not data:                      # the write end closed: the solve is over
+                    return
+                if signal.SIGINT in data:
+                    self.hit = True
+                    self.solver.StopSearch()
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        try:
+            return self.solver.Solve(model)
+        finally:
+            signal.set_wakeup_fd(prev_fd)
+            signal.signal(signal.SIGINT, prev_handler)
+            os.close(w)
+            watcher.join()
+            os.close(r)
+
+    def _on_sigint(self, signum, frame) -> None:
+        self.hit = True
 
 
 def cpsat_topology(m, problem: WiringProblem, ix: _Index, per_switch: bool, need_of=None, sym=None):
@@ -779,10 +810,11 @@ def _solve_cpsat(problem: WiringProblem, params: SolveParams, per_switch: bool) 
     solver.parameters.num_workers = params.threads
     solver.parameters.random_seed = params.seed
     solver.parameters.relative_gap_limit = params.rel_gap
-    st = solver.Solve(m)
+    ctrl_c = CpsatCtrlC(solver)
+    st = ctrl_c.solve(m)
     wall = time.perf_counter() - t0
     version = f"ortools {ortools.__version__}"
-    limit = Limit.INTERRUPT if cpsat_interrupted(solver, st, params.time_limit_s) else \
+    limit = Limit.INTERRUPT if ctrl_c.hit else \
         Limit.TIME if wall >= params.time_limit_s * 0.98 else Limit.NONE
     if st == cp_model.INFEASIBLE:
         return SolveResult(SolveStatus.INFEASIBLE, None, None, wall, "cpsat", version, params.seed, limit,

@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from solvers import BASELINES, wire
-from solvers.bounds import best_bound, moore_levels
+from solvers.bounds import best_bound, moore_levels, relay_count_bound
 from solvers.exact import integer_units
 from synth.cli import main
 from synth.errors import Infeasible, InvalidInput
@@ -140,6 +140,46 @@ def test_bounds_by_hand():
     # each row: 3 peers at 1 hop, 4 at 2 hops (3 * 2 = 6 >= 4) -> 11 byte-hops, 8 rows
     assert best_bound(p)[0] == pytest.approx(88.0)
     assert integer_units(np.array([[0, 6e6], [4e6, 0]]))[0] == 2e6
+
+
+def test_relay_count_bound_by_hand():
+    D, B = 1e6, 100e9          # 800 Gb/s ports
+    # K4 all-to-all on 4 ports: 8 circuits over 6 pairs, so 4 pairs have one circuit and relay D - B T each
+    # way: 12 D + 8 (D - B T) <= 2 B T 8  ->  T >= 5 D / (6 B); the LP relaxation only sees injection 3 D / (4 B)
+    t = np.full((4, 4), D)
+    np.fill_diagonal(t, 0)
+    assert relay_count_bound(problem(t, 4)) == pytest.approx(5 * D / (6 * B), rel=1e-8)
+    # two such groups with a light pipeline between them: each group keeps at most (16 - 1) // 2 = 7 circuits
+    t = np.zeros((8, 8))
+    g = np.arange(8) < 4
+    t[g[:, None] == g[None, :]] = D
+    np.fill_diagonal(t, 0)
+    t[np.arange(4), np.arange(4) + 4] = 1e4
+    # 7 circuits inside each group: 5 pairs relay both ways; 2 of the 4 pipeline pairs get the last circuits
+    assert relay_count_bound(problem(t, 4)) == pytest.approx((44 * D + 6e4) / (52 * B), rel=1e-8)
+    # direct: every pair needs ceil(D / (B T)) circuits; 3 peers on 4 ports -> T >= D / B
+    assert relay_count_bound(problem(t, 4, policy="direct")) == pytest.approx(D / B, rel=1e-8)
+    assert relay_count_bound(problem(t, 4, "hops")) == 0.0
+
+
+def test_relay_count_bound_never_exceeds_a_proven_optimum():
+    checked = 0
+    for seed in (1, 5, 8, 10, 12, 25, 36, 38):      # instances where the bound beats the others
+        rng = np.random.default_rng(seed)
+        n, ports = int(rng.integers(4, 9)), int(rng.integers(2, 6))
+        t = {0: lambda: (rng.integers(0, 6, (n, n)) * 1e6).astype(float),
+             1: lambda: np.where((np.arange(n) < n // 2)[:, None] == (np.arange(n) < n // 2)[None, :], 5e6, 0.0)
+             + (rng.random((n, n)) < 0.2) * 1e5,
+             2: lambda: np.full((n, n), 3e6) * rng.integers(1, 3, (n, n)),
+             3: lambda: (rng.random((n, n)) < 0.5) * rng.integers(1, 9, (n, n)) * 1e6}[seed % 4]()
+        np.fill_diagonal(t, 0)
+        p = problem(t, ports)
+        res = wire(p, "milp", SolveParams(time_limit_s=30, backend="highs"))
+        assert res.status == SolveStatus.OPTIMAL, seed
+        named = res.extra["bounds"]
+        assert relay_count_bound(p) <= res.objective * (1 + 1e-9), seed
+        checked += relay_count_bound(p) > max(named["injection"], named["moore"], named["lp_relaxation"])
+    assert checked == 8
 
 
 def test_problem_bad_inputs():
