@@ -17,6 +17,9 @@ no printing (progress goes through ``SolveParams.progress``).
 
 When the demand splits into several identical, independent parallel groups (TP or DP replicas with the same
 demand and port layout), one group is wired and its circuits copied onto the others (``extra.symmetry``).
+When identical groups are tied by lighter traffic (the TP groups of a pipeline), one group is wired with the
+ports its crossing traffic needs held back, copied, and joined on those ports (:mod:`solvers.coupled`, a
+quarter of the time); that wiring starts the solver's own run on the whole instance.
 An exact solve that ends without a wiring, or is interrupted, returns the expander baseline as a FEASIBLE
 incumbent rather than nothing.
 
@@ -37,6 +40,7 @@ from . import baselines
 from .structured import near_moore
 from .bounds import LP_BOUND_MAX, best_bound
 
+COUPLED_SHARE = 0.25   # of the time limit, for wiring one of the coupled groups (solvers/coupled.py)
 SOLVERS = ("auto", "milp", "cpsat", "lp-round", "search", "expander", "torus", "topoopt", "greedy")
 BASELINES = ("expander", "torus", "topoopt", "greedy")
 
@@ -230,6 +234,20 @@ def _expander_instead(problem: WiringProblem, params: SolveParams, t0: float, so
                        params.seed, limit, inc.artifact.with_meta(solve=solve), message=message, extra=inc.extra)
 
 
+def _better_start(start: SolveResult, run: SolveResult, params: SolveParams, t0: float) -> SolveResult:
+    """`start` (a construction the run began from, e.g. coupled groups) when it beat the run's answer (e.g.
+    lp-round does not take starts): with the run's limit and the better of both bounds."""
+    from dataclasses import replace
+    bound = min(start.objective, max(start.bound or 0.0, run.bound or 0.0))
+    gap = (start.objective - bound) / start.objective if start.objective else 0.0
+    status = SolveStatus.OPTIMAL if gap <= params.rel_gap else SolveStatus.FEASIBLE
+    wall = time.perf_counter() - t0
+    solve = {**start.artifact.solve, "status": status.value, "bound": bound, "gap": gap, "limit": run.limit.value,
+             "wall_s": round(wall, 3)}
+    return replace(start, status=status, bound=bound, limit=run.limit, wall_s=wall,
+                   artifact=start.artifact.with_meta(solve=solve))
+
+
 def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = SolveParams()) -> SolveResult:
     """Choose the circuits of `problem` with `solver`; see the module doc."""
     from synth.verify import wiring_violations
@@ -244,12 +262,30 @@ def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = Sol
                 return res
     if solver == "auto":
         solver = "milp" if problem.accelerators <= 16 else "search"
+    coupled = None
+    if solver not in BASELINES:
+        from .coupled import coupled_groups, coupled_start
+        groups = coupled_groups(problem)
+        if groups is not None:
+            from dataclasses import replace
+            try:
+                # the exact solvers wire the group themselves; the heuristics let `auto` pick (the MILP
+                # for a group of up to 16)
+                coupled = coupled_start(problem, solver if solver in ("milp", "cpsat") else "auto",
+                                        replace(params, time_limit_s=params.time_limit_s * COUPLED_SHARE), groups, wire)
+            except KeyboardInterrupt:     # Ctrl-C between solves: stop here, with a wiring
+                return _expander_instead(problem, params, t0, solver, "", Limit.INTERRUPT,
+                                         "interrupted; returning the expander baseline")
+            if coupled is not None and coupled.limit == Limit.INTERRUPT:
+                return coupled            # Ctrl-C while the group was wired: that wiring, marked as such
+            params = replace(params, time_limit_s=max(1.0, params.time_limit_s - (time.perf_counter() - t0)))
+    start = coupled.artifact if coupled is not None else None
     if solver in BASELINES:
         res = baseline(problem, solver, params)
     elif solver in ("milp", "cpsat"):
         from .exact import solve_cpsat, solve_milp
         try:
-            res = (solve_milp if solver == "milp" else solve_cpsat)(problem, params)
+            res = (solve_milp if solver == "milp" else solve_cpsat)(problem, params, start)
             if res.status == SolveStatus.NO_SOLUTION or (res.artifact is not None and   # never nothing
                                                          not np.isfinite(res.objective)):
                 res = _expander_instead(problem, params, t0, res.solver, res.solver_version, res.limit,
@@ -270,8 +306,12 @@ def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = Sol
         geometric = near_moore(problem.layout, params.seed)
         if geometric is not None:
             cands["near-moore"] = geometric
-        name, start, score = _scored_start(problem, params, cands)
-        res = _search(problem, params, start, "search", t0, {"start": name}, score)
+        if start is not None:
+            cands["coupled groups"] = start
+        name, begin, score = _scored_start(problem, params, cands)
+        res = _search(problem, params, begin, "search", t0, {"start": name}, score)
+    if coupled is not None and res.objective is not None and coupled.objective < res.objective:
+        res = _better_start(coupled, res, params, t0)
     if res.artifact is not None:
         bad = wiring_violations(res.artifact)
         if bad:  # a solver bug, never user input: refuse to return an unrealizable wiring

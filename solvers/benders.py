@@ -104,6 +104,38 @@ class MetricCuts:
         return float(theta), length[self.arc_i, self.arc_j]
 
 
+RELAY_UNITS = 10 ** 6       # relay-count rows count bytes in units of (one circuit's bytes in T) / this
+
+
+def relay_count_rows(m, problem: WiringProblem, ix, x: dict, T: float) -> int:
+    """The relay-count rows (solvers/bounds.py) at time T, exact in the integer circuits: for the whole
+    fabric and for each demand cluster S, S's internal bytes plus the bytes its pairs cannot send straight
+    (max(0, bytes - x B T) each way, looked up by x) fit in two directions of S's internal and crossing
+    circuits. Bytes are counted in whole units rounded down, so the rows stay valid. Returns how many."""
+    from .bounds import demand_clusters
+    t = problem.traffic.bytes_
+    bt = problem.port_bytes_per_s * T
+    unit = bt / RELAY_UNITS
+    relay: dict[tuple[int, int], object] = {}
+    for p in ix.pairs:
+        d1, d2 = float(t[p]), float(t[p[::-1]])
+        if d1 <= 0 and d2 <= 0:
+            continue
+        ks = np.arange(ix.max_x[p] + 1)
+        table = np.floor((np.maximum(0.0, d1 - ks * bt) + np.maximum(0.0, d2 - ks * bt)) / unit).astype(np.int64)
+        r = m.NewIntVar(0, int(table[0]), f"relay_{p[0]}_{p[1]}")
+        m.AddElement(x[p], table.tolist(), r)
+        relay[p] = r
+    sets = [(np.ones(ix.n, dtype=bool), 0.0)] + list(demand_clusters(t))
+    for inside, _ in sets:
+        inner = [p for p in ix.pairs if inside[p[0]] and inside[p[1]]]
+        crossing = [p for p in ix.pairs if inside[p[0]] != inside[p[1]]]
+        own = int(math.floor(t[np.ix_(inside, inside)].sum() / unit))
+        m.Add(own + sum(relay[p] for p in inner if p in relay)
+              <= 2 * RELAY_UNITS * (sum(x[p] for p in inner) + sum(x[p] for p in crossing)))
+    return len(sets)
+
+
 def probe(problem: WiringProblem, ix, cuts: MetricCuts, T: float, deadline: float, params: SolveParams,
           sym, per_switch: bool, hint: np.ndarray | None = None):
     """Is there a wiring with time <= T? Returns ("infeasible", None, stats), ("found", (counts, time),
@@ -117,6 +149,7 @@ def probe(problem: WiringProblem, ix, cuts: MetricCuts, T: float, deadline: floa
     m = cp_model.CpModel()
     need_of = lambda b: math.ceil(lam * b / B * (1 - 1e-9))
     y, x, _ = cpsat_topology(m, problem, ix, per_switch, need_of, sym)
+    relay_count_rows(m, problem, ix, x, T / (1 - SHADE))
     xs = [x[p] for p in ix.pairs]
 
     def add_row(w: np.ndarray, W: float) -> None:

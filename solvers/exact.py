@@ -251,7 +251,7 @@ def _two_stage(problem: WiringProblem, params: SolveParams, solve) -> SolveResul
 
 
 # --------------------------------------------------------------------------------------------------
-def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams()) -> SolveResult:
+def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams(), start: Wiring | None = None) -> SolveResult:
     """Exact MILP through PuLP; `params.backend` is "cbc", "highs" or "auto" (HiGHS when available).
 
     The time objective (multi-hop) runs in probes after a first round of the plain model (FIRST_SHARE of the
@@ -287,7 +287,7 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams()) -> S
                 interrupted = True
     if best.status == SolveStatus.OPTIMAL:
         return best
-    best = _baseline_start(problem, params, best, best.solver)
+    best = _baseline_start(problem, params, best, best.solver, start)
     if best.status != SolveStatus.FEASIBLE or best.objective is None or not np.isfinite(best.objective):
         return best
     bound = best.bound or 0.0
@@ -583,7 +583,7 @@ def integer_units(t: np.ndarray, max_units: int = 1000) -> tuple[float, np.ndarr
     return unit, np.ceil(t / unit - 1e-9).astype(np.int64)
 
 
-def solve_cpsat(problem: WiringProblem, params: SolveParams = SolveParams()) -> SolveResult:
+def solve_cpsat(problem: WiringProblem, params: SolveParams = SolveParams(), start: Wiring | None = None) -> SolveResult:
     """The same model in CP-SAT with integer routing (see the module doc). For the time objective with
     relays, a first round of that model (FIRST_SHARE of the time) gives a wiring; then probes of the
     metric-inequality decomposition (solvers/benders.py), where CP-SAT decides circuits and an LP routes,
@@ -600,24 +600,29 @@ def solve_cpsat(problem: WiringProblem, params: SolveParams = SolveParams()) -> 
     if best.status == SolveStatus.OPTIMAL or best.limit == Limit.INTERRUPT:
         return best
     rounds = [_round(best, None)] if best.objective is not None else []
-    best = _baseline_start(problem, params, best, "cpsat")      # integer units can be coarse
+    best = _baseline_start(problem, params, best, "cpsat", start)      # integer units can be coarse
     if best.objective is None or not np.isfinite(best.objective):
         return best
     return _metric_probes(problem, params, t0, best, rounds)
 
 
-def _baseline_start(problem: WiringProblem, params: SolveParams, best: SolveResult, solver: str) -> SolveResult:
-    """The better of `best` and the quick greedy and TopoOpt-style baselines (scored exactly, keeping `best`'s
-    bound), as the first wiring of the probes: on 40 accelerators a short first round of either exact model
-    is often worse than both. Fixed circuits rule the baselines out."""
-    if problem.fixed_circuits or best.status not in (SolveStatus.FEASIBLE, SolveStatus.NO_SOLUTION):
+def _baseline_start(problem: WiringProblem, params: SolveParams, best: SolveResult, solver: str,
+                    start: Wiring | None = None) -> SolveResult:
+    """The better of `best`, the quick greedy and TopoOpt-style baselines and `start` (a wiring the caller
+    built, e.g. from coupled groups), scored exactly and keeping `best`'s bound, as the first wiring of the
+    probes: on 40 accelerators a short first round of either exact model is often worse than both. Fixed
+    circuits rule the baselines out."""
+    if best.status not in (SolveStatus.FEASIBLE, SolveStatus.NO_SOLUTION):
         return best
     from . import baselines
     t = problem.traffic.bytes_
-    for name, w in (("greedy", baselines.greedy(t, problem.layout, params.seed)),
-                    ("topoopt", baselines.topoopt(t, problem.layout, params.seed))):
+    cands = [] if problem.fixed_circuits else [("greedy baseline", baselines.greedy(t, problem.layout, params.seed)),
+                                               ("topoopt baseline", baselines.topoopt(t, problem.layout, params.seed))]
+    if start is not None:
+        cands.append(("given start", start))
+    for name, w in cands:
         res = _finish(problem, solver, best.solver_version, params, time.perf_counter(), SolveStatus.FEASIBLE,
-                      Limit.NONE, w, best.bound, {"model": f"start: {name} baseline"})
+                      Limit.NONE, w, best.bound, {"model": f"start: {name}"})
         if np.isfinite(res.objective) and (best.objective is None or res.objective < best.objective):
             best = res
     return best

@@ -97,6 +97,38 @@ def test_metric_inequalities_are_valid_and_tight():
     assert cuts.lp_lengths(np.zeros_like(x))[0] == np.inf      # no circuits: a cut-set instead of the LP
 
 
+def test_relay_count_rows_keep_every_wiring_that_reaches_t():
+    # CP-SAT's probes carry the relay-count rows at the probe's T: the optimal wiring satisfies them at its own
+    # time, and nothing satisfies them below the relay-count bound (two 4-groups with a light pipeline)
+    from ortools.sat.python import cp_model
+    from solvers.benders import relay_count_rows
+    from solvers.exact import _index, cpsat_topology
+    t = np.zeros((8, 8))
+    g = np.arange(8) < 4
+    t[g[:, None] == g[None, :]] = 1e6
+    np.fill_diagonal(t, 0)
+    t[np.arange(4), np.arange(4) + 4] = 1e4
+    p = problem(t, 4)
+    ix = _index(p)
+    best = wire(p, "milp", SolveParams(time_limit_s=60))
+    assert best.status == SolveStatus.OPTIMAL
+
+    def status(T, fix):
+        m = cp_model.CpModel()
+        _, x, _ = cpsat_topology(m, p, ix, False, sym=[])
+        relay_count_rows(m, p, ix, x, T)
+        if fix:
+            adj = best.artifact.adjacency()
+            for q in ix.pairs:
+                m.Add(x[q] == int(adj[q]))
+        s = cp_model.CpSolver()
+        s.parameters.max_time_in_seconds = 30
+        return s.Solve(m)
+    assert status(best.objective * (1 + 1e-9), True) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    assert status(relay_count_bound(p) * (1 - 1e-6), False) == cp_model.INFEASIBLE
+    assert status(relay_count_bound(p) * (1 + 1e-3), False) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+
+
 def test_time_limit_with_a_solution_is_feasible_not_optimal():
     rng = np.random.default_rng(0)
     t = rng.integers(0, 5, (12, 12)).astype(float) * 1e6
@@ -536,3 +568,49 @@ def test_path_lp_handles_paths_longer_than_64_hops():
     dem[0, 70] = 2.0
     value, how = path_lp_routing(ring, dem, rounds=20)
     assert value == pytest.approx(1.0, rel=1e-6)   # half each way round (MWU or the path LP, whichever is lower)
+
+
+def _pipeline(stages, size, inner=1e6, handoff=1e4):
+    """TP groups of `size` per pipeline stage (all-to-all inside), stage s hands `handoff` to stage s + 1."""
+    n = stages * size
+    t = np.zeros((n, n))
+    for s in range(stages):
+        g = slice(s * size, (s + 1) * size)
+        t[g, g] = inner
+        if s + 1 < stages:
+            t[np.arange(size) + s * size, np.arange(size) + (s + 1) * size] = handoff
+    np.fill_diagonal(t, 0)
+    return t
+
+
+def test_coupled_groups_are_found_only_when_identical_and_lightly_tied():
+    from solvers.coupled import coupled_groups
+    t = _pipeline(2, 4)
+    assert [g.tolist() for g in coupled_groups(problem(t, 4))] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    heavy = _pipeline(2, 4, handoff=5e6)          # more bytes between the groups than inside: not groups
+    assert coupled_groups(problem(heavy, 4)) is None
+    skew = t.copy()
+    skew[0, 1] = 2e6                               # the groups differ
+    assert coupled_groups(problem(skew, 4)) is None
+    assert coupled_groups(problem(t, 4, policy="direct")) is None
+
+
+@pytest.mark.parametrize("stages", [2, 4])
+def test_coupled_groups_are_wired_once_copied_and_joined(stages):
+    from solvers import wire as wire_
+    from solvers.coupled import coupled_groups, coupled_start
+    t = _pipeline(stages, 4)
+    p = problem(t, 4)
+    groups = coupled_groups(p)
+    res = coupled_start(p, "milp", SolveParams(time_limit_s=20), groups, wire_)
+    w = res.artifact
+    assert not wiring_violations(w) and np.isfinite(res.objective)
+    adj = w.adjacency()
+    for s in range(1, stages):                     # every group wired like the first, position by position
+        g = slice(4 * s, 4 * s + 4)
+        assert (adj[g, g] == adj[:4, :4]).all()
+    for s in range(stages - 1):                    # every hand-off has a circuit between its two stages
+        assert adj[4 * s:4 * s + 4, 4 * s + 4:4 * s + 8].sum() >= 1
+    # the whole-instance solve starts from it, so it is never worse
+    full = wire_(p, "milp", SolveParams(time_limit_s=30))
+    assert full.objective <= res.objective * (1 + 1e-9) and not wiring_violations(full.artifact)

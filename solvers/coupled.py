@@ -1,0 +1,162 @@
+"""Coupled identical groups: wire one group with the ports its crossing traffic needs held back, copy it onto
+the others, and join the groups on the held ports.
+
+A decode step's demand is usually a few identical heavy groups tied by light traffic: the tensor-parallel
+groups of a pipeline (each stage all-reduces inside its group and hands a small activation to the next
+stage). `identical_groups` only replicates groups with no traffic between them; here the groups are the
+components of the demand at the highest level where it splits into identical groups (same internal demand
+in accelerator order, same port layout) whose crossing bytes are below their internal bytes.
+
+Construction (`coupled_start`):
+
+1. The crossing bytes between groups i and j need about h_ij = ceil(bytes / (B T)) circuits, T the group's
+   own bound; each group holds back H = max_i sum_j h_ij ports, one per accelerator at the positions with
+   the most crossing bytes (a position's last port first; the same port of every group, so on the same
+   switch).
+2. The group is wired alone on its remaining ports by the requested solver (exact for small groups) and the
+   circuits are copied onto every group, position by position.
+3. Each held position joins the groups in pairs on its switch: a matching that serves the largest unmet
+   h_ij first, then pairs any groups left (spare capacity, e.g. closing a pipeline into a ring).
+
+The answer is a start for the solver's own run on the whole instance (its probes, or the local search), and
+the better of the two is returned. It is a wiring, not a bound: circuits between groups could also relay
+internal bytes, which only the whole-instance solvers can weigh.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from synth.model import Circuit, OCSLayout, SolveParams, SolveResult, TrafficMatrix, Wiring
+from synth.problem import WiringProblem
+
+MAX_LEVELS = 32     # demand levels tried when looking for the groups
+
+
+def coupled_groups(problem: WiringProblem) -> list[np.ndarray] | None:
+    """The coupled identical groups (accelerators of each, in order), or None (see the module doc)."""
+    from scipy.sparse.csgraph import connected_components
+    t = problem.traffic.bytes_
+    n = problem.accelerators
+    if problem.fixed_circuits or problem.policy == "direct" or not (t > 0).any():
+        return None
+    sop = problem.layout.switch_of_port
+    levels = np.unique(t[t > 0])[::-1]
+    if levels.size > MAX_LEVELS:
+        levels = levels[np.unique(np.linspace(0, levels.size - 1, MAX_LEVELS).round().astype(np.int64))]
+    for th in levels:
+        k, lab = connected_components(t >= th, directed=True, connection="weak")
+        if k < 2:
+            return None                  # lower levels only merge further
+        sizes = np.bincount(lab)
+        if sizes.min() != sizes.max() or sizes[0] < 2:
+            continue
+        groups = [np.flatnonzero(lab == c) for c in range(k)]
+        g0 = groups[0]
+        inner = t[np.ix_(g0, g0)]
+        if not all(np.array_equal(t[np.ix_(g, g)], inner) and np.array_equal(sop[g], sop[g0]) for g in groups[1:]):
+            continue
+        same = lab[:, None] == lab[None, :]
+        crossing = t[~same].sum()
+        if crossing <= 0 or crossing >= t[same].sum():
+            return None
+        return groups if len(groups) * len(g0) == n else None
+    return None
+
+
+def _crossing(t: np.ndarray, groups: list[np.ndarray]) -> np.ndarray:
+    """Bytes between each pair of groups (the larger direction)."""
+    return np.array([[max(t[np.ix_(gi, gj)].sum(), t[np.ix_(gj, gi)].sum()) if i != j else 0.0
+                      for j, gj in enumerate(groups)] for i, gi in enumerate(groups)])
+
+
+def _held_ports(problem: WiringProblem, groups: list[np.ndarray], M: np.ndarray,
+                bt: float) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """[(position, port)] each group holds back, and h (circuits wanted between each pair of groups)."""
+    t = problem.traffic.bytes_
+    size = len(groups[0])
+    h = np.where(M > 0, np.ceil(M / bt - 1e-9), 0).astype(np.int64)
+    H = int(h.sum(axis=1).max())
+    lab = np.empty(problem.accelerators, dtype=np.int64)
+    for c, g in enumerate(groups):
+        lab[g] = c
+    cross = np.where(lab[:, None] != lab[None, :], t + t.T, 0.0).sum(axis=1)
+    by_pos = np.array([cross[[g[pos] for g in groups]].sum() for pos in range(size)])
+    order = np.argsort(-by_pos, kind="stable")
+    sop = problem.layout.switch_of_port
+    ports_of = {int(pos): [int(q) for q in np.flatnonzero(sop[groups[0][pos]] >= 0)[::-1]] for pos in order}
+    held = []
+    for r in range(H):
+        pos = int(order[r % size])
+        if not ports_of[pos]:
+            break
+        held.append((pos, ports_of[pos].pop(0)))
+    return held, h
+
+
+def _join(groups: list[np.ndarray], held: list[tuple[int, int]], h: np.ndarray,
+          M: np.ndarray, sop: np.ndarray) -> list[Circuit]:
+    """Circuits between groups on the held ports: per held port, a matching of the groups (largest unmet
+    need first, then by crossing bytes, then any groups left)."""
+    need = h.copy()
+    k = len(groups)
+    out = []
+    for pos, port in held:
+        free = set(range(k))
+        cand = sorted(((need[i, j] + need[j, i], M[i, j] + M[j, i], i, j) for i in range(k) for j in range(i + 1, k)),
+                      reverse=True)
+        for _, _, i, j in cand:
+            if i in free and j in free:
+                free -= {i, j}
+                need[i, j] = max(0, need[i, j] - 1)
+                need[j, i] = max(0, need[j, i] - 1)
+                a, b = int(groups[i][pos]), int(groups[j][pos])
+                out.append(Circuit(int(sop[a, port]), a, port, b, port))
+    return out
+
+
+def coupled_start(problem: WiringProblem, solver: str, params: SolveParams, groups: list[np.ndarray],
+                  wire) -> SolveResult | None:
+    """The construction of the module doc, wired by `wire(sub_problem, solver, params)`; the result is scored
+    on the whole problem (None when it does not fit, e.g. the switch radix)."""
+    import time
+
+    from synth.verify import wiring_violations
+
+    from . import _result
+    from .bounds import best_bound
+    t0 = time.perf_counter()
+    t = problem.traffic.bytes_
+    lay = problem.layout
+    g0 = groups[0]
+    sub_full = WiringProblem(TrafficMatrix(t[np.ix_(g0, g0)]), OCSLayout(lay.switch_of_port[g0], lay.switch_radix),
+                             problem.port_bandwidth_gbps, problem.objective, problem.policy, (),
+                             problem.link_latency_us, problem.name)
+    T = best_bound(sub_full, lp=False)[0] if problem.objective == "time" else 0.0
+    bt = problem.port_bytes_per_s * T if T > 0 else float("inf")
+    M = _crossing(t, groups)
+    held, h = _held_ports(problem, groups, M, bt)
+    if not held:
+        return None
+    sop = lay.switch_of_port.copy()
+    sub_sop = sop[g0].copy()
+    for pos, port in held:
+        sub_sop[pos, port] = -1
+    if not (sub_sop >= 0).any(axis=1).all():
+        return None                       # a group member would keep no port of its own
+    sub = replace(sub_full, layout=OCSLayout(sub_sop, lay.switch_radix))
+    say = params.progress
+    res = wire(sub, solver, replace(params, progress=(lambda m: say(f"coupled group: {m}")) if say else None))
+    if res.artifact is None:
+        return None
+    circuits = [Circuit(c.switch, int(g[c.a]), c.a_port, int(g[c.b]), c.b_port)
+                for g in groups for c in res.artifact.circuits]
+    circuits += _join(groups, held, h, M, sop)
+    w = Wiring(problem.accelerators, problem.ports, tuple(circuits), lay)
+    if wiring_violations(w):
+        return None
+    extra = {"start": f"coupled groups: {len(groups)} x {len(g0)} accelerators, {len(held)} held port(s) each, "
+                      f"group wired by {res.solver} ({res.status.value})"}
+    return _result(problem, res.solver, w, params, t0, res.limit, extra,
+                   score_s=max(2.0, params.time_limit_s / 4))
