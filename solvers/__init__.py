@@ -276,8 +276,10 @@ def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = Sol
             except KeyboardInterrupt:     # Ctrl-C between solves: stop here, with a wiring
                 return _expander_instead(problem, params, t0, solver, "", Limit.INTERRUPT,
                                          "interrupted; returning the expander baseline")
-            if coupled is not None and coupled.limit == Limit.INTERRUPT:
-                return coupled            # Ctrl-C while the group was wired: that wiring, marked as such
+            if coupled is not None and coupled.limit == Limit.INTERRUPT:   # Ctrl-C while the group was wired
+                alt = _expander_instead(problem, params, t0, coupled.solver, "", Limit.INTERRUPT,
+                                        "interrupted; returning the expander baseline")
+                return coupled if coupled.objective <= alt.objective else alt
             params = replace(params, time_limit_s=max(1.0, params.time_limit_s - (time.perf_counter() - t0)))
     start = coupled.artifact if coupled is not None else None
     if solver in BASELINES:

@@ -143,7 +143,8 @@ def probe(problem: WiringProblem, ix, cuts: MetricCuts, T: float, deadline: floa
     best wiring's) steers CP-SAT's proposals towards its neighbourhood."""
     from ortools.sat.python import cp_model
 
-    from .exact import CpsatCtrlC, _counts, cpsat_topology
+    from .ctrl_c import CpsatCtrlC
+    from .exact import _counts, cpsat_topology
     lam = (1 - SHADE) / T
     B = cuts.B
     m = cp_model.CpModel()

@@ -53,7 +53,8 @@ def colour_cpsat(layout: OCSLayout, pairs, time_limit_s: float = 30.0, seed: int
     solver.parameters.max_time_in_seconds = time_limit_s
     solver.parameters.num_workers = threads
     solver.parameters.random_seed = seed
-    if solver.Solve(m) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    from .ctrl_c import CpsatCtrlC
+    if CpsatCtrlC(solver).solve_or_raise(m) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     switch_of = [next(s for s in range(layout.switches) if (e, s) in x and solver.Value(x[(e, s)]))
                  for e in range(len(edges))]

@@ -43,6 +43,7 @@ from synth.model import Limit, SolveParams, SolveResult, SolveStatus, Wiring
 from synth.problem import WiringProblem
 
 from .bounds import best_bound
+from .ctrl_c import CpsatCtrlC, HighsCtrlC
 
 EXACT_MAX = 64   # accelerators; beyond this the exact models are not built
 COLOUR_TIME_S = 10.0   # exact colouring of a relaxed answer the colouring heuristic gave up on
@@ -332,6 +333,7 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams(), star
 
 FIRST_SHARE = 0.3   # of the time limit, for the plain time model before the probes
 CPSAT_FIRST_SHARE = 0.1   # CP-SAT's integer-routing round only supplies a first wiring; its probes do the rest
+TIGHT_GAP = 0.02     # below this gap a CP-SAT probe first tries to beat the best wiring at all
 
 
 def _round(res: SolveResult, probe: float | None) -> dict:
@@ -424,36 +426,6 @@ def _layered_routing(prob, ix: _Index, D: np.ndarray, cap: float, lam, lam_lo: f
     return loads, flows, ncut
 
 
-class _CtrlC:
-    """Ctrl-C for HiGHS, which runs in C++ where Python's KeyboardInterrupt cannot reach it: while a solve
-    runs, SIGINT only sets a flag, and HiGHS's interrupt callbacks (called between nodes and iterations)
-    tell it to stop. The solve then returns what it has, marked Limit.INTERRUPT. Main thread only."""
-
-    def __init__(self) -> None:
-        self.hit = False
-        self._prev = None
-
-    def __enter__(self):
-        import signal
-        import threading
-        if threading.current_thread() is threading.main_thread():
-            self._prev = signal.signal(signal.SIGINT, self._on_sigint)
-        return self
-
-    def _on_sigint(self, signum, frame) -> None:
-        self.hit = True
-
-    def __exit__(self, *exc) -> bool:
-        import signal
-        if self._prev is not None:
-            signal.signal(signal.SIGINT, self._prev)
-        return False
-
-    def callback(self, kind, message, data_out, data_in, user_data) -> None:
-        if self.hit:
-            data_in.user_interrupt = True
-
-
 def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool,
                 cutoff: float | None = None) -> SolveResult:
     """One MILP solve; with `cutoff` (the time of a known wiring) the model only admits wirings at least
@@ -505,7 +477,7 @@ def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool,
     else:
         prob += pulp.lpSum(flows) >= lb / scale * (1 - 1e-9)
         prob += pulp.lpSum(flows)
-    ctrl_c = _CtrlC()
+    ctrl_c = HighsCtrlC()
     if backend == "highs":
         import highspy
         kinds = highspy.cb.HighsCallbackType
@@ -661,9 +633,11 @@ def _metric_probes(problem: WiringProblem, params: SolveParams, t0: float, best:
         inc = best.objective
         if left < 1.0 or inc - bound <= params.rel_gap * inc:
             break
-        tight = tried != inc     # a new best wiring: first ask for anything better at all (proves it optimal)
+        # a new best wiring: ask for anything better at all (proves it optimal) once the gap is small; while it
+        # is large, halfway first (a proposal found there moves the answer further)
+        tight = tried != inc and inc - bound <= TIGHT_GAP * inc
         T = inc * (1 - params.rel_gap / 2) if tight else bound + step * (inc - bound)
-        tried = inc
+        tried = inc if tight else tried
         share = left / 2 if tight or step >= 0.1 else left
         try:
             adj = best.artifact.adjacency()
@@ -691,52 +665,6 @@ def _metric_probes(problem: WiringProblem, params: SolveParams, t0: float, best:
         if verdict == "unknown" and not tight:
             step /= 2
     return _combined(problem, params, t0, best, min(bound, best.objective), rounds, interrupted)
-
-
-class CpsatCtrlC:
-    """Ctrl-C for CP-SAT: run `solve(model)` so that a SIGINT stops the search and is reported (`hit`), instead
-    of being inferred. CP-SAT's own SIGINT catching is turned off; Python's handler only sets a flag, and its
-    wakeup fd (written from C the moment the signal lands, while the main thread is inside the C++ solve)
-    wakes a watcher thread that calls StopSearch. Off the main thread the search runs to its limit."""
-
-    def __init__(self, solver) -> None:
-        self.solver = solver
-        self.hit = False
-
-    def solve(self, model):
-        import os
-        import signal
-        import threading
-        self.solver.parameters.catch_sigint_signal = False
-        if threading.current_thread() is not threading.main_thread():
-            return self.solver.Solve(model)
-        r, w = os.pipe()
-        os.set_blocking(w, False)
-        prev_handler = signal.signal(signal.SIGINT, self._on_sigint)
-        prev_fd = signal.set_wakeup_fd(w)
-
-        def watch() -> None:
-            while True:
-                data = os.read(r, 64)
-                if not data:                      # the write end closed: the solve is over
-                    return
-                if signal.SIGINT in data:
-                    self.hit = True
-                    self.solver.StopSearch()
-
-        watcher = threading.Thread(target=watch, daemon=True)
-        watcher.start()
-        try:
-            return self.solver.Solve(model)
-        finally:
-            signal.set_wakeup_fd(prev_fd)
-            signal.signal(signal.SIGINT, prev_handler)
-            os.close(w)
-            watcher.join()
-            os.close(r)
-
-    def _on_sigint(self, signum, frame) -> None:
-        self.hit = True
 
 
 def cpsat_topology(m, problem: WiringProblem, ix: _Index, per_switch: bool, need_of=None, sym=None):

@@ -639,7 +639,8 @@ def cpsat_allgather(fab: Fabric, coll: Collective, chunks: int, steps: int, roun
     solver.parameters.max_time_in_seconds = time_limit_s
     solver.parameters.num_workers = 2
     solver.parameters.random_seed = seed
-    st = solver.Solve(m)
+    from .ctrl_c import CpsatCtrlC
+    st = CpsatCtrlC(solver).solve_or_raise(m)
     status = solver.StatusName(st)
     if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None, status, None

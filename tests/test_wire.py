@@ -612,5 +612,5 @@ def test_coupled_groups_are_wired_once_copied_and_joined(stages):
     for s in range(stages - 1):                    # every hand-off has a circuit between its two stages
         assert adj[4 * s:4 * s + 4, 4 * s + 4:4 * s + 8].sum() >= 1
     # the whole-instance solve starts from it, so it is never worse
-    full = wire_(p, "milp", SolveParams(time_limit_s=30))
+    full = wire_(p, "milp", SolveParams(time_limit_s=8))
     assert full.objective <= res.objective * (1 + 1e-9) and not wiring_violations(full.artifact)

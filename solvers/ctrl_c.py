@@ -1,0 +1,96 @@
+"""Ctrl-C for solvers that run in C++, where Python's KeyboardInterrupt cannot reach them until they return.
+
+Both keep the answer so far: the caller sees `hit` and returns its best wiring marked Limit.INTERRUPT (or
+raises KeyboardInterrupt where there is nothing to keep, e.g. a colouring). Main thread only; elsewhere the
+solve runs to its limit.
+"""
+from __future__ import annotations
+
+
+class HighsCtrlC:
+    """Ctrl-C for HiGHS, which runs in C++ where Python's KeyboardInterrupt cannot reach it: while a solve
+    runs, SIGINT only sets a flag, and HiGHS's interrupt callbacks (called between nodes and iterations)
+    tell it to stop. The solve then returns what it has, marked Limit.INTERRUPT. Main thread only."""
+
+    def __init__(self) -> None:
+        self.hit = False
+        self._prev = None
+
+    def __enter__(self):
+        import signal
+        import threading
+        if threading.current_thread() is threading.main_thread():
+            self._prev = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def _on_sigint(self, signum, frame) -> None:
+        self.hit = True
+
+    def __exit__(self, *exc) -> bool:
+        import signal
+        if self._prev is not None:
+            signal.signal(signal.SIGINT, self._prev)
+        return False
+
+    def callback(self, kind, message, data_out, data_in, user_data) -> None:
+        if self.hit:
+            data_in.user_interrupt = True
+
+
+class CpsatCtrlC:
+    """Ctrl-C for CP-SAT: run `solve(model)` so that a SIGINT stops the search and is reported (`hit`), instead
+    of being inferred. CP-SAT's own SIGINT catching is turned off; Python's handler only sets a flag, and its
+    wakeup fd (written from C the moment the signal lands, while the main thread is inside the C++ solve)
+    wakes a watcher thread that calls StopSearch. Off the main thread the search runs to its limit."""
+
+    def __init__(self, solver) -> None:
+        self.solver = solver
+        self.hit = False
+
+    def solve(self, model):
+        import os
+        import signal
+        import threading
+        self.solver.parameters.catch_sigint_signal = False
+        if threading.current_thread() is not threading.main_thread():
+            return self.solver.Solve(model)
+        r, w = os.pipe()
+        os.set_blocking(w, False)
+        prev_handler = signal.signal(signal.SIGINT, self._on_sigint)
+        prev_fd = signal.set_wakeup_fd(w)
+
+        done = threading.Event()
+
+        def watch() -> None:
+            while True:
+                data = os.read(r, 64)
+                if not data:                      # the write end closed: the solve is over
+                    return
+                if signal.SIGINT in data:
+                    self.hit = True
+                    break
+            # a stop requested while Solve is still copying the model can be lost: repeat until it returns
+            while not done.wait(0.05):
+                self.solver.StopSearch()
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        try:
+            return self.solver.Solve(model)
+        finally:
+            done.set()
+            signal.set_wakeup_fd(prev_fd)
+            signal.signal(signal.SIGINT, prev_handler)
+            os.close(w)
+            watcher.join()
+            os.close(r)
+
+    def _on_sigint(self, signum, frame) -> None:
+        self.hit = True
+
+    def solve_or_raise(self, model):
+        """`solve`, raising KeyboardInterrupt when Ctrl-C stopped it (for searches with no answer to keep)."""
+        status = self.solve(model)
+        if self.hit:
+            raise KeyboardInterrupt
+        return status
