@@ -139,7 +139,7 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
     dense = p + p * (p - 1) >= (n - 1) / 2      # two hops can reach most pairs: optimize that, incrementally
     try:
         # the rest scores the routing: MWU, and from 49 accelerators the path LP that corrects it
-        share = 0.5 if n > 256 else 0.6 if n > EXACT_ROUTING_MAX else 0.7
+        share = 0.5 if n > EXACT_ROUTING_MAX else 0.7
         t = problem.traffic.bytes_
         if dense:
             w, tried, kept = improve_two_hop(start, t, budget * share * 0.8, params.seed, params.progress)

@@ -165,11 +165,14 @@ def greedy(traffic: np.ndarray, layout: OCSLayout, seed: int = 0) -> Wiring:
     return _from_switch_pairs(layout, pairs, switch_of)
 
 
+BLOSSOM_MAX = 128   # accelerators; networkx's Blossom takes 1.7 s per matching at 144 (10 matchings: 17 s)
+
+
 def topoopt(traffic: np.ndarray, layout: OCSLayout, seed: int = 0, ring_ports: int | None = None) -> Wiring:
     """TopoOpt-style: `ring_ports` ports per accelerator (default: half, rounded down to even) form rings
     i -> i + k for strides k coprime to n (TotientPerms: 1, then the next coprime strides), the rest go to
     repeated maximum-weight matchings on the demand not yet served directly (Blossom through networkx up
-    to 256 accelerators, greedy matching beyond), each matching's served pairs discounted by half."""
+    to BLOSSOM_MAX accelerators, greedy matching beyond), each matching's served pairs discounted by half."""
     import math as _m
     import networkx as nx
     n, p = layout.accelerators, layout.ports
@@ -186,7 +189,7 @@ def topoopt(traffic: np.ndarray, layout: OCSLayout, seed: int = 0, ring_ports: i
         rem[a, b] /= 2
         rem[b, a] /= 2
     for mi in range(p - 2 * len(strides)):
-        if n <= 256:
+        if n <= BLOSSOM_MAX:
             g = nx.Graph()
             iu, ju = np.nonzero(np.triu(rem, 1) > 0)
             g.add_weighted_edges_from((int(a), int(b), float(rem[a, b])) for a, b in zip(iu, ju))
