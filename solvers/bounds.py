@@ -86,6 +86,14 @@ def moore_bound(problem: WiringProblem) -> float:
     return hb / cap
 
 
+def demand_levels(t: np.ndarray, max_levels: int | None = None) -> np.ndarray:
+    """The distinct positive demand values, ascending; with `max_levels`, at most that many spread over them."""
+    levels = np.unique(t[t > 0])
+    if max_levels is not None and levels.size > max_levels:
+        levels = levels[np.unique(np.linspace(0, levels.size - 1, max_levels).round().astype(np.int64))]
+    return levels
+
+
 def demand_clusters(t: np.ndarray, max_levels: int | None = None):
     """The accelerator sets the demand clusters into, as (member mask, crossing bytes): weak components of
     the demand at or above each of its distinct values (e.g. the tensor-parallel groups), neither single
@@ -94,11 +102,8 @@ def demand_clusters(t: np.ndarray, max_levels: int | None = None):
     a component at a higher level lies inside one at a lower level."""
     from scipy.sparse.csgraph import connected_components
     n = t.shape[0]
-    levels = np.unique(t[t > 0])
-    if max_levels is not None and levels.size > max_levels:
-        levels = levels[np.unique(np.linspace(0, levels.size - 1, max_levels).round().astype(np.int64))]
     seen: set[bytes] = set()
-    for th in levels:
+    for th in demand_levels(t, max_levels):
         k, lab = connected_components(sp.csr_matrix(t >= th), directed=True, connection="weak")
         sizes = np.bincount(lab, minlength=k)
         for c in np.flatnonzero((sizes >= 2) & (sizes < n)):

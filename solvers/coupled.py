@@ -41,11 +41,9 @@ def coupled_groups(problem: WiringProblem) -> list[np.ndarray] | None:
     n = problem.accelerators
     if problem.fixed_circuits or problem.policy == "direct" or not (t > 0).any():
         return None
+    from .bounds import demand_levels
     sop = problem.layout.switch_of_port
-    levels = np.unique(t[t > 0])[::-1]
-    if levels.size > MAX_LEVELS:
-        levels = levels[np.unique(np.linspace(0, levels.size - 1, MAX_LEVELS).round().astype(np.int64))]
-    for th in levels:
+    for th in demand_levels(t, MAX_LEVELS)[::-1]:
         k, lab = connected_components(t >= th, directed=True, connection="weak")
         if k < 2:
             return None                  # lower levels only merge further
@@ -66,9 +64,14 @@ def coupled_groups(problem: WiringProblem) -> list[np.ndarray] | None:
 
 
 def _crossing(t: np.ndarray, groups: list[np.ndarray]) -> np.ndarray:
-    """Bytes between each pair of groups (the larger direction)."""
-    return np.array([[max(t[np.ix_(gi, gj)].sum(), t[np.ix_(gj, gi)].sum()) if i != j else 0.0
-                      for j, gj in enumerate(groups)] for i, gi in enumerate(groups)])
+    """Bytes between each pair of groups (the larger direction): block sums P^T t P, P the membership matrix."""
+    P = np.zeros((t.shape[0], len(groups)))
+    for c, g in enumerate(groups):
+        P[g, c] = 1.0
+    blocks = P.T @ t @ P
+    M = np.maximum(blocks, blocks.T)
+    np.fill_diagonal(M, 0.0)
+    return M
 
 
 def _held_ports(problem: WiringProblem, groups: list[np.ndarray], M: np.ndarray,
@@ -78,11 +81,11 @@ def _held_ports(problem: WiringProblem, groups: list[np.ndarray], M: np.ndarray,
     size = len(groups[0])
     h = np.where(M > 0, np.ceil(M / bt - 1e-9), 0).astype(np.int64)
     H = int(h.sum(axis=1).max())
+    G = np.stack(groups)                     # groups x positions
     lab = np.empty(problem.accelerators, dtype=np.int64)
-    for c, g in enumerate(groups):
-        lab[g] = c
+    lab[G] = np.arange(len(groups))[:, None]
     cross = np.where(lab[:, None] != lab[None, :], t + t.T, 0.0).sum(axis=1)
-    by_pos = np.array([cross[[g[pos] for g in groups]].sum() for pos in range(size)])
+    by_pos = cross[G].sum(axis=0)
     order = np.argsort(-by_pos, kind="stable")
     sop = problem.layout.switch_of_port
     ports_of = {int(pos): [int(q) for q in np.flatnonzero(sop[groups[0][pos]] >= 0)[::-1]] for pos in order}
@@ -139,8 +142,8 @@ def coupled_start(problem: WiringProblem, solver: str, params: SolveParams, grou
     held, h = _held_ports(problem, groups, M, bt)
     if not held:
         return None
-    sop = lay.switch_of_port.copy()
-    sub_sop = sop[g0].copy()
+    sop = lay.switch_of_port
+    sub_sop = sop[g0]                     # a copy (fancy indexing)
     for pos, port in held:
         sub_sop[pos, port] = -1
     if not (sub_sop >= 0).any(axis=1).all():
