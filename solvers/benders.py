@@ -111,8 +111,10 @@ def relay_count_rows(m, problem: WiringProblem, ix, x: dict, T: float) -> int:
     """The relay-count rows (solvers/bounds.py) at time T, exact in the integer circuits: for the whole
     fabric and for each demand cluster S, S's internal bytes plus the bytes its pairs cannot send straight
     (max(0, bytes - x B T) each way, looked up by x) fit in two directions of S's internal and crossing
-    circuits. Bytes are counted in whole units rounded down, so the rows stay valid. Returns how many."""
-    from .bounds import demand_clusters
+    circuits; the whole fabric's row also counts `node_excess` (relay capacity the accelerators that receive
+    more than they send cannot lend). Bytes are counted in whole units rounded down, so the rows stay
+    valid. Returns how many."""
+    from .bounds import demand_clusters, node_excess
     t = problem.traffic.bytes_
     bt = problem.port_bytes_per_s * T
     unit = bt / RELAY_UNITS
@@ -127,10 +129,11 @@ def relay_count_rows(m, problem: WiringProblem, ix, x: dict, T: float) -> int:
         m.AddElement(x[p], table.tolist(), r)
         relay[p] = r
     sets = [(np.ones(ix.n, dtype=bool), 0.0)] + list(demand_clusters(t))
-    for inside, _ in sets:
+    for k, (inside, _) in enumerate(sets):
         inner = [p for p in ix.pairs if inside[p[0]] and inside[p[1]]]
         crossing = [p for p in ix.pairs if inside[p[0]] != inside[p[1]]]
-        own = int(math.floor(t[np.ix_(inside, inside)].sum() / unit))
+        own = int(math.floor(t[np.ix_(inside, inside)].sum() / unit)) + \
+            (int(math.floor(node_excess(t) / unit)) if k == 0 else 0)
         m.Add(own + sum(relay[p] for p in inner if p in relay)
               <= 2 * RELAY_UNITS * (sum(x[p] for p in inner) + sum(x[p] for p in crossing)))
     return len(sets)

@@ -6,14 +6,19 @@
   h hops from any source (D = the largest degree). Sorting a row's demands in decreasing order against those
   levels gives the fewest byte-hops that row can cost; the sum over rows (or over columns, whichever is
   larger) bounds the hop objective, and divided by the total directed circuit capacity (sum of ports x B)
-  it bounds the time: every byte-hop occupies one directed circuit for 1/B seconds.
+  it bounds the time: every byte-hop occupies one directed circuit for 1/B seconds. For time it is
+  sharpened by where the relays can happen: a byte relayed by accelerator v takes one of v's incoming and
+  one of its outgoing circuits, which also carry v's own bytes in and out, so v relays at most
+  ports_v B T - max(out_v, in_v). Summed, (byte-hops - bytes) <= sum_v ports_v B T - sum_v max(out_v, in_v):
+  the circuits' capacity must cover the byte-hops plus `node_excess` = sum_v max(0, in_v - out_v), the
+  capacity an accelerator that receives more than it sends cannot lend to relays (kimi-k2-288: +2.9%).
 - LP relaxation (time, small instances): fractional circuits (only the degree budget kept) and fractional
   multi-commodity routing; max concurrent throughput by HiGHS. Relaxes the MILP, so bounds it.
 - relay count (time): circuits are whole. In a step of T seconds a pair with x circuits sends at most x B T
   of its bytes straight; the rest crosses at least two circuits. So every wiring that finishes in T needs
   sum of bytes + sum over directed pairs of max(0, bytes - x B T) <= 2 B T x (circuits), with x integer,
   at most the budget's circuits in all, and inside each demand cluster (`demand_clusters`) at most
-  floor((its ports - circuits its crossing bytes need) / 2). The fewest relayed bytes for a given T is a
+  floor((its ports - circuits its crossing bytes need) / 2); the relays need node_excess as well (above). The fewest relayed bytes for a given T is a
   greedy over the circuits' marginal savings (concave per pair; the cluster caps are laminar, so the greedy
   is exact); the bound is the largest T that fails, by bisection. The LP relaxation misses it because a
   fractional 2.57 circuits carries 2.57 circuits' worth straight (llama405b-tp8pp2-16: LP 2.57 ms, this
@@ -78,12 +83,17 @@ def moore_hop_bytes(problem: WiringProblem) -> float:
     return best
 
 
+def node_excess(t: np.ndarray) -> float:
+    """sum over accelerators of max(0, bytes in - bytes out): relay capacity no wiring can use (module doc)."""
+    return float(np.maximum(t.sum(axis=0) - t.sum(axis=1), 0.0).sum())
+
+
 def moore_bound(problem: WiringProblem) -> float:
     hb = moore_hop_bytes(problem)
     if problem.objective == "hops":
         return hb
     cap = problem.layout.capacity.sum() * problem.port_bytes_per_s
-    return hb / cap
+    return (hb + node_excess(problem.traffic.bytes_)) / cap
 
 
 def demand_levels(t: np.ndarray, max_levels: int | None = None) -> np.ndarray:
@@ -149,6 +159,7 @@ def _relay_count_bound(problem: WiringProblem) -> float:
     m_p = np.minimum(cap[iu][:, usable], cap[ju][:, usable]).sum(axis=1)     # most circuits each pair can have
     X = max_circuits(problem)
     total = float(t.sum())
+    excess, port_sum = node_excess(t), float(ports.sum())
     clusters = list(demand_clusters(t, CLUSTER_THRESHOLDS))
     # smallest cluster holding each pair, and each cluster's parent (index len(clusters) = everything)
     order = sorted(range(len(clusters)), key=lambda c: int(clusters[c][0].sum()))
@@ -194,7 +205,7 @@ def _relay_count_bound(problem: WiringProblem) -> float:
             if c < len(clusters):
                 where[sel] = parent[c]
         relayed = float((d1 + d2).sum() - gain[alive].sum())
-        return total + relayed <= 2 * bt * X * (1 + 1e-12)
+        return total + relayed <= bt * min(2 * X, port_sum - excess / bt) * (1 + 1e-12)
 
     lo = injection_bound(problem)
     if lo <= 0 or feasible(lo):

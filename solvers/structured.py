@@ -20,6 +20,15 @@ coverage has to undo one swap at a time. Geometry gives them away for free:
 
 For moe5t-576 (18 ports, q = 17, two vertices removed) the result is 0.35% above the Moore levels in
 average distance before any search, against ~5% for the random expander.
+
+Where N is near q^2 + q + 1 instead (two hops can reach everyone: p + p(p - 1) >= N), the Erdos-Renyi
+polarity graph of the projective plane PG(2, q) is the near-Moore graph: (q + 1)-regular but for q + 1
+absolute points of degree q, diameter 2, every two vertices with exactly one common neighbour. It is built
+as a Singer sum graph: with D a perfect difference set of Z_V, V = q^2 + q + 1 (q + 1 residues whose
+differences are every nonzero residue once; the exponents i of a primitive element a of GF(q^3) whose a^i
+lies in a fixed plane), u ~ v iff u + v is in D. Each s in D pairs u with s - u, a matching that misses only
+s / 2, so colour s is switch s for free. Removals and re-pairing per colour are as above (kimi-k2-288: 18
+ports, q = 17, 19 of 307 vertices removed).
 """
 from __future__ import annotations
 
@@ -45,6 +54,42 @@ def biaffine_order(layout: OCSLayout) -> int | None:
     if not (2 * q * q - MAX_REMOVED_PER_Q * q <= n <= 2 * q * q) or min(layout.switch_radix) < n:
         return None
     return q
+
+
+def polarity_order(layout: OCSLayout) -> int | None:
+    """The prime q that fits `layout` for the polarity graph (uniform, p = q + 1 ports,
+    q^2 - q + 1 <= N <= q^2 + q + 1, every switch can take N / 2 circuits), else None."""
+    n, p = layout.accelerators, layout.ports
+    q = p - 1
+    if not layout.is_uniform() or not _is_prime(q) or q < 5:
+        return None
+    if not (q * q + q + 1 - MAX_REMOVED_PER_Q * q <= n <= q * q + q + 1) or min(layout.switch_radix) < n:
+        return None
+    return q
+
+
+def singer_difference_set(q: int) -> np.ndarray:
+    """A perfect difference set of Z_(q^2 + q + 1), q prime: the i < q^2 + q + 1 with a^i in the plane
+    {c0 + c1 a} of GF(q^3) = F_q[a] / (a^3 + c a^2 + b a + c0'), a primitive (the first cubic found).
+
+    >>> D = singer_difference_set(5).tolist(); sorted((x - y) % 31 for x in D for y in D if x != y) == list(range(1, 31))
+    True
+    """
+    V = q * q + q + 1
+    for a2 in range(q):
+        for a1 in range(q):
+            for a0 in range(1, q):
+                c = np.zeros((q ** 3 - 1, 3), dtype=np.int64)
+                v = (1, 0, 0)
+                for i in range(q ** 3 - 1):
+                    c[i] = v
+                    top = v[2]                  # times a: a^3 = -(a2 a^2 + a1 a + a0)
+                    v = ((-a0 * top) % q, (v[0] - a1 * top) % q, (v[1] - a2 * top) % q)
+                    if v == (1, 0, 0) and i < q ** 3 - 2:
+                        break                   # a is not primitive
+                else:
+                    return np.flatnonzero(c[:V, 2] == 0)
+    raise ValueError(f"no primitive cubic over F_{q}")   # cannot happen for a prime q
 
 
 def _pair_furthest(nodes: list[int], dist: np.ndarray, adj: np.ndarray, cls: np.ndarray,
@@ -74,12 +119,12 @@ def _pair_furthest(nodes: list[int], dist: np.ndarray, adj: np.ndarray, cls: np.
 
 
 def near_moore(layout: OCSLayout, seed: int = 0) -> Wiring | None:
-    """The biaffine-plane wiring of the module doc for `layout`, or None when it does not fit."""
+    """The biaffine-plane or polarity-graph wiring of the module doc for `layout`, or None when neither fits."""
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import shortest_path
     q = biaffine_order(layout)
     if q is None:
-        return None
+        return _polarity(layout, seed)
     n = layout.accelerators
     V = 2 * q * q
     # vertex ids: point (x, y) -> x q + y, line [m, b] -> q^2 + m q + b
@@ -120,5 +165,49 @@ def near_moore(layout: OCSLayout, seed: int = 0) -> Wiring | None:
     ids = -np.ones(V, np.int64)
     ids[alive] = np.arange(n)
     pairs = [(int(ids[a]), int(ids[b_])) for c in range(q + 1) for a, b_ in edges[c]]
+    switch_of = [c for c in range(q + 1) for _ in edges[c]]
+    return Wiring(n, layout.ports, assign_ports(layout, pairs, switch_of), layout)
+
+
+def _polarity(layout: OCSLayout, seed: int) -> Wiring | None:
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import shortest_path
+    q = polarity_order(layout)
+    if q is None:
+        return None
+    n, V = layout.accelerators, q * q + q + 1
+    D = singer_difference_set(q)
+    u = np.arange(V)
+    mate = (D[:, None] - u[None, :]) % V            # mate[c, u]: u's partner on colour c (u itself: none)
+    adj = np.zeros((V, V), np.int8)
+    for c in range(q + 1):
+        adj[u, mate[c]] = 1
+    np.fill_diagonal(adj, 0)
+    # remove V - n pairwise non-adjacent vertices (no circuit lost twice), in a seeded order
+    rng = np.random.default_rng(seed)
+    removed = np.zeros(V, bool)
+    for v in rng.permutation(V):
+        if removed.sum() == V - n:
+            break
+        if not adj[v, removed].any():
+            removed[v] = True
+    if removed.sum() != V - n:
+        return None
+    adj[removed, :] = 0
+    adj[:, removed] = 0
+    dist = shortest_path(csr_matrix(adj), unweighted=True)
+    dist[~np.isfinite(dist)] = V
+    dist = dist.astype(np.float32)
+    alive = np.flatnonzero(~removed)
+    cls = np.zeros(V, np.int64)
+    edges = {}
+    for c in range(q + 1):
+        ok = ~removed & ~removed[mate[c]] & (mate[c] != u)
+        edges[c] = [(int(a), int(mate[c, a])) for a in np.flatnonzero(ok & (u < mate[c]))]
+        # re-pair who lost its colour-c partner (and the colour's absolute point), furthest first
+        edges[c] += _pair_furthest([int(v) for v in alive if not ok[v]], dist, adj, cls, rng)
+    ids = -np.ones(V, np.int64)
+    ids[alive] = np.arange(n)
+    pairs = [(int(ids[a]), int(ids[b])) for c in range(q + 1) for a, b in edges[c]]
     switch_of = [c for c in range(q + 1) for _ in edges[c]]
     return Wiring(n, layout.ports, assign_ports(layout, pairs, switch_of), layout)

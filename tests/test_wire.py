@@ -187,11 +187,40 @@ def test_relay_count_bound_by_hand():
     t[g[:, None] == g[None, :]] = D
     np.fill_diagonal(t, 0)
     t[np.arange(4), np.arange(4) + 4] = 1e4
-    # 7 circuits inside each group: 5 pairs relay both ways; 2 of the 4 pipeline pairs get the last circuits
-    assert relay_count_bound(problem(t, 4)) == pytest.approx((44 * D + 6e4) / (52 * B), rel=1e-8)
+    # 7 circuits inside each group: 5 pairs relay both ways; 2 of the 4 pipeline pairs get the last circuits;
+    # the second group's accelerators receive 1e4 more than they send, 4e4 of relay capacity nobody can use
+    assert relay_count_bound(problem(t, 4)) == pytest.approx((44 * D + 6e4 + 4e4) / (52 * B), rel=1e-8)
     # direct: every pair needs ceil(D / (B T)) circuits; 3 peers on 4 ports -> T >= D / B
     assert relay_count_bound(problem(t, 4, policy="direct")) == pytest.approx(D / B, rel=1e-8)
     assert relay_count_bound(problem(t, 4, "hops")) == 0.0
+
+
+def test_node_excess_sharpens_moore_and_stays_below_the_optimum():
+    # a relay through v takes one of v's circuits in and one out, beside v's own bytes: v relays at most
+    # ports B T - max(out_v, in_v), so the Moore bound's byte-hops also need sum_v max(0, in_v - out_v)
+    D, B = 1e6, 100e9
+    t = np.zeros((6, 6))
+    t[1:, 0] = D                     # everyone sends D to accelerator 0, which sends D / 2 back to each
+    t[0, 1:] = D / 2
+    p = problem(t, 3)
+    from solvers.bounds import moore_bound, moore_hop_bytes, node_excess
+    hb = moore_hop_bytes(p)
+    assert hb == pytest.approx(D * (3 * 1 + 2 * 2) + 5 * D / 2)      # by columns: column 0 has 3 at one hop,
+    #                                                                  2 at two; the others D / 2 at one hop
+    assert node_excess(t) == pytest.approx(5 * D - 5 * D / 2)
+    assert moore_bound(p) == pytest.approx((hb + 2.5 * D) / (18 * B))
+    for seed in (26, 32):            # random instances where it beats every other bound
+        rng = np.random.default_rng(seed)
+        n, ports = int(rng.integers(4, 8)), int(rng.integers(2, 4))
+        t = (rng.random((n, n)) < 0.5) * rng.integers(1, 9, (n, n)) * 1e6
+        t[:, 0] *= 3
+        np.fill_diagonal(t, 0)
+        p = problem(t, ports)
+        res = wire(p, "milp", SolveParams(time_limit_s=30, backend="highs"))
+        assert res.status == SolveStatus.OPTIMAL, seed
+        named = res.extra["bounds"]
+        assert max(named["moore"], named["relay_count"]) > max(named["injection"], named["lp_relaxation"]), seed
+        assert res.bound <= res.objective * (1 + 1e-9), seed
 
 
 def test_relay_count_bound_never_exceeds_a_proven_optimum():
@@ -418,6 +447,28 @@ def test_near_moore_wiring_from_the_biaffine_plane():
     np.fill_diagonal(t, 0)
     res = wire(problem(t, 6), "search", SolveParams(time_limit_s=10))
     assert res.extra["start"] == "near-moore" and not wiring_violations(res.artifact)
+
+
+def test_near_moore_wiring_from_the_polarity_graph():
+    from scipy.sparse.csgraph import shortest_path
+    from solvers.baselines import expander
+    from solvers.structured import near_moore, polarity_order
+    for n in (57, 50):                                  # q^2 + q + 1 for q = 7, and seven vertices removed
+        lay = OCSLayout.uniform(n, 8)
+        assert polarity_order(lay) == 7
+        w = near_moore(lay)
+        assert w is not None and not wiring_violations(w) and w.degree().max() == 8
+        assert w.degree().sum() >= 8 * n - 16           # the absolute points miss one colour each
+        within = [(shortest_path(x.adjacency() > 0, unweighted=True) <= 2).mean() for x in (w, expander(lay))]
+        assert within[0] >= (1.0 if n == 57 else 0.9) and within[0] > within[1]   # diameter 2 before removals
+        assert near_moore(lay, seed=1).circuits != () and near_moore(lay).circuits == w.circuits   # seeded
+    assert near_moore(OCSLayout.uniform(40, 8)) is None         # too far below q^2 + q + 1
+    t = np.full((57, 57), 1e6)
+    np.fill_diagonal(t, 0)
+    res = wire(problem(t, 8), "search", SolveParams(time_limit_s=10))
+    assert res.extra["start"] == "near-moore" and not wiring_violations(res.artifact)
+    t[:20] *= 2                                          # skewed senders: single two-hop paths, no geometry
+    assert wire(problem(t, 8), "search", SolveParams(time_limit_s=5)).extra["start"] != "near-moore"
 
 
 def test_exact_colouring_decides_class_one_and_two():
