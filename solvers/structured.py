@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from synth.model import OCSLayout, Wiring
+from synth.model import Circuit, OCSLayout, Wiring
 from synth.realize import assign_ports
 
 MAX_REMOVED_PER_Q = 2     # remove at most 2q of the 2q^2 vertices: beyond that the geometry is mostly gone
@@ -211,3 +211,57 @@ def _polarity(layout: OCSLayout, seed: int) -> Wiring | None:
     pairs = [(int(ids[a]), int(ids[b])) for c in range(q + 1) for a, b in edges[c]]
     switch_of = [c for c in range(q + 1) for _ in edges[c]]
     return Wiring(n, layout.ports, assign_ports(layout, pairs, switch_of), layout)
+
+
+HUB_SHARE = 0.25   # accelerators whose busier direction carries at most this share of the busiest one's are hubs
+
+
+def relay_hubs(t: np.ndarray, layout: OCSLayout, seed: int = 0) -> Wiring | None:
+    """A start for skewed demand where some accelerators are nearly idle (prefill instances beside a decode
+    EP group, light ranks of a DLRM): their ports are what relays need (an accelerator relays at most
+    ports B T - max(out, in)), and a byte relayed by an idle accelerator costs no busy circuit twice. Every
+    hub circuit goes to a busy accelerator, spread evenly (fewest hub circuits first) and never twice to
+    the same one; the busy accelerators' other ports are paired at random, avoiding repeats. Built switch
+    by switch as matchings, so it is realizable by construction. None when there is no hub (or fewer than
+    two busy accelerators per hub port of a switch)."""
+    n = layout.accelerators
+    load = np.maximum(t.sum(axis=0), t.sum(axis=1))
+    hub = load <= HUB_SHARE * load.max()
+    if not hub.any() or hub.sum() * 2 > n:
+        return None
+    rng = np.random.default_rng(seed)
+    sop = layout.switch_of_port
+    adj = np.zeros((n, n), bool)
+    got = np.zeros(n, np.int64)                   # hub circuits of each busy accelerator
+    circuits = []
+    for s in range(layout.switches):
+        a, k = np.nonzero(sop == s)
+        order = rng.permutation(len(a))
+        a, k = a[order].tolist(), k[order].tolist()
+        limit = layout.switch_radix[s] // 2
+        hubs = [(x, y) for x, y in zip(a, k) if hub[x]]
+        busy = [(x, y) for x, y in zip(a, k) if not hub[x]]
+        if len(busy) < len(hubs):
+            return None
+        made = 0
+        for x, y in hubs:                          # each hub port to the least-served busy accelerator
+            cand = [i for i, (b, _) in enumerate(busy) if not adj[x, b]]
+            if made == limit or not cand:
+                continue
+            i = min(cand, key=lambda i: got[busy[i][0]])
+            b, z = busy.pop(i)
+            circuits.append(Circuit(s, x, y, b, z))
+            adj[x, b] = adj[b, x] = True
+            got[b] += 1
+            made += 1
+        while len(busy) >= 2 and made < limit:     # the rest at random, a repeated pair only as a last resort
+            x, y = busy.pop()
+            others = [i for i in range(len(busy)) if busy[i][0] != x]
+            if not others:
+                break
+            j = next((i for i in reversed(others) if not adj[x, busy[i][0]]), others[-1])
+            b, z = busy.pop(j)
+            circuits.append(Circuit(s, x, y, b, z))
+            adj[x, b] = adj[b, x] = True
+            made += 1
+    return Wiring(n, layout.ports, tuple(circuits), layout)

@@ -471,6 +471,32 @@ def test_near_moore_wiring_from_the_polarity_graph():
     assert wire(problem(t, 8), "search", SolveParams(time_limit_s=5)).extra["start"] != "near-moore"
 
 
+def test_relay_hubs_put_idle_accelerators_between_the_busy_ones():
+    from solvers.structured import relay_hubs
+    n, hubs = 40, 8
+    t = np.full((n, n), 4e6)                           # a busy all-to-all on 32 ...
+    t[:hubs] = 0
+    t[:, :hubs] = 0
+    t[np.arange(hubs), hubs + np.arange(hubs)] = 1e5   # ... and 8 nearly idle senders
+    np.fill_diagonal(t, 0)
+    lay = OCSLayout.uniform(n, 6)
+    w = relay_hubs(t, lay, seed=3)
+    assert w is not None and not wiring_violations(w) and w == relay_hubs(t, lay, seed=3)
+    arr = w.circuit_array
+    hub_ends = (arr[:, [1, 3]] < hubs)
+    assert not hub_ends.all(axis=1).any()              # no hub-hub circuit
+    per_busy = np.bincount(arr[hub_ends[:, 0], 3], minlength=n)[hubs:] + np.bincount(arr[hub_ends[:, 1], 1],
+                                                                                     minlength=n)[hubs:]
+    assert per_busy.sum() == hubs * 6 and per_busy.max() - per_busy.min() <= 1   # every hub port, spread evenly
+    hub_pairs = {(min(a, b), max(a, b)) for a, b in arr[hub_ends.any(axis=1)][:, [1, 3]].tolist()}
+    assert len(hub_pairs) == hubs * 6                  # never twice between a hub and a busy accelerator
+    assert relay_hubs(np.full((n, n), 1e6) - np.diag(np.full(n, 1e6)), lay) is None   # no idle accelerator
+    res = wire(problem(t, 6), "search", SolveParams(time_limit_s=10))
+    ref = wire(problem(t, 6), "expander", SolveParams())
+    assert res.extra["start"] == "relay hubs" and not wiring_violations(res.artifact)
+    assert res.objective < ref.objective
+
+
 def test_exact_colouring_decides_class_one_and_two():
     from solvers.colouring import colour_cpsat
     petersen = list(nx.petersen_graph().edges())     # 3-regular, class 2: four switches needed
