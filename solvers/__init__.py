@@ -41,6 +41,7 @@ from .structured import near_moore, relay_hubs
 from .bounds import LP_BOUND_MAX, best_bound
 
 COUPLED_SHARE = 0.25   # of the time limit, for wiring one of the coupled groups (solvers/coupled.py)
+HUB_TRIES = 32        # relay-hubs draws, the one with the fewest byte-hops starts (solvers/structured.py)
 UNIFORM_CV = 0.1       # demand spread up to which the geometric near-Moore starts are offered (_near_uniform)
 SOLVERS = ("auto", "milp", "cpsat", "lp-round", "search", "expander", "torus", "topoopt", "greedy")
 BASELINES = ("expander", "torus", "topoopt", "greedy")
@@ -323,7 +324,7 @@ def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = Sol
         geometric = near_moore(problem.layout, params.seed) if _near_uniform(problem.traffic.bytes_) else None
         if geometric is not None:
             cands["near-moore"] = geometric
-        hubs = relay_hubs(problem.traffic.bytes_, problem.layout, params.seed)
+        hubs = relay_hubs(problem.traffic.bytes_, problem.layout, params.seed, HUB_TRIES)
         if hubs is not None:
             cands["relay hubs"] = hubs
         if start is not None:
