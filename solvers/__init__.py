@@ -144,13 +144,18 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
         # the rest scores the routing: MWU, and from 49 accelerators the path LP that corrects it
         share = 0.5 if n > EXACT_ROUTING_MAX else 0.7
         t = problem.traffic.bytes_
-        if dense:
-            w, tried, kept = improve_two_hop(start, t, budget * share * 0.8, params.seed, params.progress)
-            w, _, tried2, kept2 = improve_hops(w, t, budget * share * 0.2, params.seed, params.progress)
+        cap = params.max_moves
+        if dense:   # 4/5 of the clock, or of the move budget (then either phase may use all the clock left)
+            t1 = time.perf_counter()
+            w, tried, kept = improve_two_hop(start, t, budget * share * (0.8 if cap is None else 1.0), params.seed,
+                                             params.progress, None if cap is None else max(1, cap * 4 // 5))
+            left = budget * share * 0.2 if cap is None else budget * share - (time.perf_counter() - t1)
+            w, _, tried2, kept2 = improve_hops(w, t, max(left, 0.0), params.seed, params.progress,
+                                               None if cap is None else max(1, cap - tried))
             tried, kept = tried + tried2, kept + kept2
         else:
-            w, _, tried, kept = improve_hops(start, t, budget * share, params.seed, params.progress)
-        limit = Limit.TIME
+            w, _, tried, kept = improve_hops(start, t, budget * share, params.seed, params.progress, cap)
+        limit = Limit.ITERATIONS if cap is not None and tried >= cap else Limit.TIME
     except KeyboardInterrupt:
         w, tried, kept, limit = start, 0, 0, Limit.INTERRUPT
     score_s = max(2.0, params.time_limit_s - (time.perf_counter() - t0))

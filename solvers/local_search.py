@@ -32,8 +32,10 @@ def _hop_bytes(n: int, a: np.ndarray, b: np.ndarray, demand: np.ndarray) -> tupl
 
 
 def improve_hops(wiring: Wiring, demand: np.ndarray, time_limit_s: float = 20.0, seed: int = 0,
-                 progress: Callable[[str], None] | None = None) -> tuple[Wiring, float, int, int]:
-    """(better wiring, its hop-weighted bytes, moves tried, moves kept)."""
+                 progress: Callable[[str], None] | None = None,
+                 max_moves: int | None = None) -> tuple[Wiring, float, int, int]:
+    """(better wiring, its hop-weighted bytes, moves tried, moves kept); stops at the time limit or after
+    `max_moves` moves tried, whichever comes first."""
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     n = wiring.accelerators
@@ -44,7 +46,7 @@ def improve_hops(wiring: Wiring, demand: np.ndarray, time_limit_s: float = 20.0,
     best, dist = _hop_bytes(n, arr[:, 1], arr[:, 3], sym)
     tried = kept = 0
     # circuits of each (accelerator, switch)
-    while time.perf_counter() - t0 < time_limit_s:
+    while time.perf_counter() - t0 < time_limit_s and (max_moves is None or tried < max_moves):
         tried += 1
         w = sym * np.where(np.isfinite(dist), dist - 1, n)
         flat = w.ravel()
@@ -143,9 +145,11 @@ class TwoHopCoverage:
 
 
 def improve_two_hop(wiring: Wiring, demand: np.ndarray, time_limit_s: float = 20.0, seed: int = 0,
-                    progress: Callable[[str], None] | None = None) -> tuple[Wiring, int, int]:
+                    progress: Callable[[str], None] | None = None,
+                    max_moves: int | None = None) -> tuple[Wiring, int, int]:
     """Swap local search inside switch planes maximizing demand-weighted two-hop coverage, evaluated
-    incrementally (:class:`TwoHopCoverage`). Returns (wiring, moves tried, moves kept)."""
+    incrementally (:class:`TwoHopCoverage`), until the time limit or `max_moves` moves tried. Returns
+    (wiring, moves tried, moves kept)."""
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     arr = wiring.circuit_array.copy()
@@ -157,7 +161,7 @@ def improve_two_hop(wiring: Wiring, demand: np.ndarray, time_limit_s: float = 20
     if not switches:
         return wiring, 0, 0
     while True:
-        if tried % 256 == 0 and time.perf_counter() - t0 > time_limit_s:
+        if tried % 256 == 0 and time.perf_counter() - t0 > time_limit_s or tried == max_moves:
             break
         tried += 1
         s = switches[int(rng.integers(len(switches)))]

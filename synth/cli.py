@@ -447,6 +447,9 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
               help="direct: every demand on its own circuits, no forwarding.")
 @click.option("--time-limit", "time_limit", default=60.0, show_default=True, type=float, help="Seconds.")
 @click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--max-moves", "max_moves", type=int,
+              help="Stop the local search after this many moves instead of at the clock: the same seed then "
+                   "gives the same wiring on any machine (unless the time limit comes first).")
 @click.option("--ports", type=int, help="Raw matrix: OCS ports per accelerator.")
 @click.option("--port-bandwidth-gbps", "bandwidth", type=float, help="Raw matrix: Gbit/s per port and direction.")
 @click.option("--switch-radix", "radix", type=int, help="Raw matrix: ports per OCS (default: accelerators).")
@@ -460,7 +463,7 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
 @click.option("--json", "as_json", is_flag=True, help="Print the solve block as JSON.")
 @handles_errors
 def wire(source: str, output: str, solver: str, backend: str, objective: str, policy: str, time_limit: float,
-         seed: int, ports: int | None, bandwidth: float | None, radix: int | None, fixed: str | None,
+         seed: int, max_moves: int | None, ports: int | None, bandwidth: float | None, radix: int | None, fixed: str | None,
          xconnect_dir: str | None, with_baselines: bool, context_tokens: int | None, sets: tuple[str, ...],
          as_json: bool) -> None:
     """Choose the OCS circuits for an INSTANCE (.toml) or a raw traffic matrix (.npy/.csv) and write the
@@ -477,13 +480,15 @@ def wire(source: str, output: str, solver: str, backend: str, objective: str, po
         raise InvalidInput(f"must be > 0, got {time_limit}", field="--time-limit")
     if seed < 0:
         raise InvalidInput(f"must be >= 0, got {seed}", field="--seed")
+    if max_moves is not None and max_moves < 1:
+        raise InvalidInput(f"must be >= 1, got {max_moves}", field="--max-moves")
     problem = _wiring_problem(source, ports, bandwidth, radix, objective, policy, fixed, sets, context_tokens)
     if problem.fixed_circuits and solver not in ("milp", "cpsat", "auto"):
         raise InvalidInput("fixed circuits are kept by the exact solvers only (--solver milp or cpsat)",
                            field="--fixed")
     if problem.fixed_circuits and solver == "auto":
         solver = "milp"
-    params = SolveParams(time_limit_s=time_limit, seed=seed, backend=backend,
+    params = SolveParams(time_limit_s=time_limit, seed=seed, backend=backend, max_moves=max_moves,
                          progress=None if as_json else (lambda msg: click.echo(msg, err=True)))
     res = run(problem, solver, params)
     if res.artifact is None:

@@ -454,6 +454,9 @@ class SolveParams:
 
     time_limit_s: float = spec(60.0, gt=0)
     rel_gap: float = spec(1e-6, ge=0, lt=1)
+    # a work limit for the local search (moves tried) instead of the clock: the same seed then gives the same
+    # wiring on any machine, as long as the time limit does not stop it first
+    max_moves: int | None = spec(None, ge=1)
     threads: int = spec(2, ge=1)
     seed: int = spec(0, ge=0)
     backend: str = spec("auto")

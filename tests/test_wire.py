@@ -11,7 +11,7 @@ from solvers.bounds import best_bound, moore_levels, relay_count_bound
 from solvers.exact import integer_units
 from synth.cli import main
 from synth.errors import Infeasible, InvalidInput
-from synth.model import Circuit, OCSLayout, SolveParams, SolveStatus, TrafficMatrix, Wiring
+from synth.model import Circuit, Limit, OCSLayout, SolveParams, SolveStatus, TrafficMatrix, Wiring
 from synth.problem import WiringProblem
 from synth.verify import wiring_violations
 
@@ -286,6 +286,28 @@ def test_cli_wire_matrix_and_instance(tmp_path):
     assert run("verify", out2, "--instance", "instances/decode/llama405b-tp8pp2-16.toml")[0] == 0
 
 
+def test_a_move_budget_makes_the_search_repeatable(tmp_path):
+    # with --max-moves the search stops after that many moves, not at the clock: the same seed gives the
+    # same circuits (only the solve block's wall time differs)
+    t = np.full((40, 40), 1e6) * (1 + (np.arange(40)[:, None] % 3))
+    np.fill_diagonal(t, 0)
+    for ports in (4, 6):                                 # hop-count moves; two-hop coverage, then hop count
+        p = problem(t, ports)
+        a, b = (wire(p, "search", SolveParams(time_limit_s=60, seed=2, max_moves=300)) for _ in range(2))
+        assert a.artifact == b.artifact and a.objective == b.objective
+        assert a.limit == Limit.ITERATIONS and a.extra["moves_tried"] == 300
+    m = str(tmp_path / "m.npy")
+    np.save(m, t)
+    outs = [str(tmp_path / f"w{i}.json") for i in range(2)]
+    for out in outs:
+        assert run("wire", m, "--ports", "4", "--port-bandwidth-gbps", "800", "-o", out, "--solver", "search",
+                   "--max-moves", "300", "--seed", "2", "--time-limit", "60")[0] == 0
+    docs = [json.loads(open(out).read()) for out in outs]
+    for d in docs:
+        d["solve"].pop("wall_s")
+    assert docs[0] == docs[1]
+
+
 def test_cli_wire_bad_inputs(tmp_path):
     m = str(tmp_path / "m.npy")
     np.save(m, np.where(np.eye(6), 0, 1.0))
@@ -294,6 +316,7 @@ def test_cli_wire_bad_inputs(tmp_path):
         (("--port-bandwidth-gbps", "100"), "needs --ports"),
         (("--ports", "2", "--port-bandwidth-gbps", "100", "--switch-radix", "1"), "cannot host a circuit"),
         (("--ports", "2", "--port-bandwidth-gbps", "100", "--policy", "direct"), "direct-only wiring cannot serve rows"),
+        (("--ports", "2", "--port-bandwidth-gbps", "100", "--max-moves", "0"), "--max-moves: must be >= 1"),
     ]
     for args, needle in cases:
         code, _, err = run("wire", m, "-o", str(tmp_path / "w.json"), *args)
