@@ -37,11 +37,11 @@ from synth.model import Limit, SolveParams, SolveResult, SolveStatus, Wiring
 from synth.problem import EXACT_ROUTING_MAX, WiringProblem
 
 from . import baselines
-from .structured import near_moore, relay_hubs
+from .structured import heavy_pairs, near_moore, relay_hubs
 from .bounds import LP_BOUND_MAX, best_bound
 
 COUPLED_SHARE = 0.25   # of the time limit, for wiring one of the coupled groups (solvers/coupled.py)
-HUB_TRIES = 32        # relay-hubs draws, the one with the fewest byte-hops is the candidate (solvers/structured.py)
+HUB_TRIES = 32        # relay-hubs and heavy-pairs draws, the one with the fewest byte-hops is the candidate
 HUB_SHARE_S = 0.25    # of the time limit, for scoring the relay-hubs candidate exactly
 UNIFORM_CV = 0.1       # demand spread up to which the geometric near-Moore starts are offered (_near_uniform)
 SOLVERS = ("auto", "milp", "cpsat", "lp-round", "search", "expander", "torus", "topoopt", "greedy")
@@ -132,9 +132,11 @@ def _lp_round(problem: WiringProblem, params: SolveParams) -> Wiring:
 
 
 def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: str, t0: float,
-            extra: dict | None = None, start_score: tuple[float, str] | None = None) -> SolveResult:
-    """Local search from `start`; the answer is the better of the improved wiring and the start under the
-    final objective (hop count is only the search's proxy), so it is never worse than its start."""
+            extra: dict | None = None, start_score: tuple[float, str] | None = None,
+            pinned: set | None = None) -> SolveResult:
+    """Local search from `start` (never moving the circuits of `pinned` pairs); the answer is the better of
+    the improved wiring and the start under the final objective (hop count is only the search's proxy), so
+    it is never worse than its start."""
     from .local_search import improve_hops, improve_two_hop
     budget = max(1.0, params.time_limit_s - (time.perf_counter() - t0))
     limit = Limit.NONE
@@ -148,13 +150,13 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
         if dense:   # 4/5 of the clock, or of the move budget (then either phase may use all the clock left)
             t1 = time.perf_counter()
             w, tried, kept = improve_two_hop(start, t, budget * share * (0.8 if cap is None else 1.0), params.seed,
-                                             params.progress, None if cap is None else max(1, cap * 4 // 5))
+                                             params.progress, None if cap is None else max(1, cap * 4 // 5), pinned)
             left = budget * share * 0.2 if cap is None else budget * share - (time.perf_counter() - t1)
             w, _, tried2, kept2 = improve_hops(w, t, max(left, 0.0), params.seed, params.progress,
-                                               None if cap is None else max(1, cap - tried))
+                                               None if cap is None else max(1, cap - tried), pinned)
             tried, kept = tried + tried2, kept + kept2
         else:
-            w, _, tried, kept = improve_hops(start, t, budget * share, params.seed, params.progress, cap)
+            w, _, tried, kept = improve_hops(start, t, budget * share, params.seed, params.progress, cap, pinned)
         limit = Limit.ITERATIONS if cap is not None and tried >= cap else Limit.TIME
     except KeyboardInterrupt:
         w, tried, kept, limit = start, 0, 0, Limit.INTERRUPT
@@ -332,10 +334,14 @@ def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = Sol
         hubs = relay_hubs(problem.traffic.bytes_, problem.layout, params.seed, HUB_TRIES)
         hub_score = None if hubs is None else \
             problem.score(hubs, "best", max(2.0, HUB_SHARE_S * params.time_limit_s))
+        heavy = heavy_pairs(problem, params.seed, HUB_TRIES)
+        if heavy is not None:
+            cands["heavy pairs"] = heavy[0]
         if start is not None:
             cands["coupled groups"] = start
         name, begin, score = _scored_start(problem, params, cands)
-        res = _search(problem, params, begin, "search", t0, {"start": name}, score)
+        res = _search(problem, params, begin, "search", t0, {"start": name}, score,
+                      heavy[1] if name == "heavy pairs" else None)
         if hub_score is not None and hub_score[0] < res.objective:
             res = _result(problem, "search", hubs, params, t0, res.limit,
                           {"start": "relay hubs", "moves_tried": 0, "moves_kept": 0}, score=hub_score)

@@ -145,11 +145,18 @@ def relay_count_bound(problem: WiringProblem) -> float:
     return _RELAY_CACHE[problem]
 
 
-def _relay_count_bound(problem: WiringProblem) -> float:
+def relay_count_circuits(problem: WiringProblem, T: float):
+    """(i, j, circuits) per demand pair of the relay count's fewest-relays allocation at time T: how many
+    circuits the count gives each pair when it spends the budget where it saves the most relayed bytes
+    (a heavy pair gets as many as its bytes fill). None for the direct policy or without demand."""
+    return _relay_count_bound(problem, at=T)
+
+
+def _relay_count_bound(problem: WiringProblem, at: float | None = None):
     t = problem.traffic.bytes_
     n = problem.accelerators
     if problem.objective != "time" or not (t > 0).any():
-        return 0.0
+        return None if at is not None else 0.0
     B = problem.port_bytes_per_s
     cap = problem.layout.capacity
     ports = cap.sum(axis=1)
@@ -176,7 +183,7 @@ def _relay_count_bound(problem: WiringProblem) -> float:
     cl_cross = np.array([x for _, x in clusters])
     direct = problem.policy == "direct"
 
-    def feasible(T: float) -> bool:
+    def feasible(T: float, counts: bool = False):
         bt = B * T
         need = np.maximum(1, np.ceil(cl_cross / bt - 1e-9)).astype(np.int64)
         caps = np.append((cl_ports - need) // 2, X)
@@ -204,9 +211,13 @@ def _relay_count_bound(problem: WiringProblem) -> float:
                 alive[drop] = False
             if c < len(clusters):
                 where[sel] = parent[c]
+        if counts:                               # the circuits each pair gets in the fewest-relays allocation
+            return iu, ju, np.bincount(pid[alive], minlength=iu.size)
         relayed = float((d1 + d2).sum() - gain[alive].sum())
         return total + relayed <= bt * min(2 * X, port_sum - excess / bt) * (1 + 1e-12)
 
+    if at is not None:
+        return feasible(at, counts=True) if not direct else None
     lo = injection_bound(problem)
     if lo <= 0 or feasible(lo):
         return 0.0

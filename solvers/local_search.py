@@ -31,15 +31,24 @@ def _hop_bytes(n: int, a: np.ndarray, b: np.ndarray, demand: np.ndarray) -> tupl
     return float((demand * np.where(np.isfinite(d), d, 0)).sum()), d
 
 
+def _movable(arr: np.ndarray, pinned: set | None) -> np.ndarray:
+    """Rows of `arr` the search may move: all but the circuits of the `pinned` pairs (a < b)."""
+    if not pinned:
+        return np.ones(arr.shape[0], dtype=bool)
+    lo, hi = np.minimum(arr[:, 1], arr[:, 3]), np.maximum(arr[:, 1], arr[:, 3])
+    return np.array([(int(a), int(b)) not in pinned for a, b in zip(lo, hi)], dtype=bool)
+
+
 def improve_hops(wiring: Wiring, demand: np.ndarray, time_limit_s: float = 20.0, seed: int = 0,
                  progress: Callable[[str], None] | None = None,
-                 max_moves: int | None = None) -> tuple[Wiring, float, int, int]:
+                 max_moves: int | None = None, pinned: set | None = None) -> tuple[Wiring, float, int, int]:
     """(better wiring, its hop-weighted bytes, moves tried, moves kept); stops at the time limit or after
-    `max_moves` moves tried, whichever comes first."""
+    `max_moves` moves tried, whichever comes first. The circuits of `pinned` pairs are never moved."""
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     n = wiring.accelerators
     arr = wiring.circuit_array.copy()             # switch, a, a_port, b, b_port
+    movable = _movable(arr, pinned)
     if arr.shape[0] < 2:
         return wiring, _hop_bytes(n, arr[:, 1], arr[:, 3], demand)[0], 0, 0
     sym = demand + demand.T
@@ -57,8 +66,8 @@ def improve_hops(wiring: Wiring, demand: np.ndarray, time_limit_s: float = 20.0,
         u, v = divmod(min(k, flat.size - 1), n)
         if u == v:
             continue
-        cu = np.flatnonzero((arr[:, 1] == u) | (arr[:, 3] == u))
-        cv = np.flatnonzero((arr[:, 1] == v) | (arr[:, 3] == v))
+        cu = np.flatnonzero(((arr[:, 1] == u) | (arr[:, 3] == u)) & movable)
+        cv = np.flatnonzero(((arr[:, 1] == v) | (arr[:, 3] == v)) & movable)
         common = np.intersect1d(arr[cu, 0], arr[cv, 0])
         if common.size == 0:
             continue
@@ -146,16 +155,17 @@ class TwoHopCoverage:
 
 def improve_two_hop(wiring: Wiring, demand: np.ndarray, time_limit_s: float = 20.0, seed: int = 0,
                     progress: Callable[[str], None] | None = None,
-                    max_moves: int | None = None) -> tuple[Wiring, int, int]:
+                    max_moves: int | None = None, pinned: set | None = None) -> tuple[Wiring, int, int]:
     """Swap local search inside switch planes maximizing demand-weighted two-hop coverage, evaluated
-    incrementally (:class:`TwoHopCoverage`), until the time limit or `max_moves` moves tried. Returns
-    (wiring, moves tried, moves kept)."""
+    incrementally (:class:`TwoHopCoverage`), until the time limit or `max_moves` moves tried; the circuits
+    of `pinned` pairs are never moved. Returns (wiring, moves tried, moves kept)."""
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     arr = wiring.circuit_array.copy()
     n = wiring.accelerators
     cov = TwoHopCoverage(wiring.adjacency(), demand + demand.T)
-    by_switch = {int(s): np.flatnonzero(arr[:, 0] == s) for s in np.unique(arr[:, 0])}
+    movable = _movable(arr, pinned)
+    by_switch = {int(s): np.flatnonzero((arr[:, 0] == s) & movable) for s in np.unique(arr[:, 0])}
     switches = [s for s, idx in by_switch.items() if idx.size >= 2]
     tried = kept = 0
     if not switches:

@@ -520,6 +520,29 @@ def test_relay_hubs_put_idle_accelerators_between_the_busy_ones():
     assert res.objective < ref.objective
 
 
+def test_heavy_pairs_get_the_circuits_their_bytes_fill_and_keep_them():
+    from solvers.local_search import improve_hops, improve_two_hop
+    from solvers.structured import heavy_pairs
+    n = 32
+    g = np.arange(n) // 4
+    t = np.full((n, n), 1e6)                            # a light all-to-all (EP) ...
+    t[g[:, None] == g[None, :]] = 20e6                  # ... and TP groups of 4 with heavy pairs
+    np.fill_diagonal(t, 0)
+    p = problem(t, 8)
+    w, pinned = heavy_pairs(p, seed=1)
+    assert not wiring_violations(w) and pinned == {(a, b) for a in range(n) for b in range(a + 1, n) if g[a] == g[b]}
+    adj = w.adjacency()
+    assert all(adj[a, b] >= 2 for a, b in pinned) and heavy_pairs(p, seed=1)[0] == w
+    for improve in (improve_hops, improve_two_hop):     # the search never moves them
+        moved = improve(w, t, time_limit_s=60, seed=0, max_moves=400, pinned=pinned)[0].adjacency()
+        assert all(moved[a, b] >= adj[a, b] for a, b in pinned)
+    assert heavy_pairs(problem(np.full((n, n), 1e6) - np.diag(np.full(n, 1e6)), 8)) is None   # nothing heavy
+    res = wire(p, "search", SolveParams(time_limit_s=10))
+    assert res.extra["start"] == "heavy pairs" and not wiring_violations(res.artifact)
+    assert all(res.artifact.adjacency()[a, b] >= 2 for a, b in pinned)
+    assert res.objective < wire(p, "expander", SolveParams()).objective
+
+
 def test_exact_colouring_decides_class_one_and_two():
     from solvers.colouring import colour_cpsat
     petersen = list(nx.petersen_graph().edges())     # 3-regular, class 2: four switches needed
