@@ -317,11 +317,20 @@ def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = Sol
             res = _expander_instead(problem, params, t0, solver, "", Limit.INTERRUPT,
                                     "interrupted; returning the expander baseline")
     elif solver == "lp-round":
-        start = _lp_round(problem, params)
+        # the LP relaxation's rounding up to LP_BOUND_MAX accelerators, beyond it the relay count's integer
+        # allocation where it gives pairs several circuits (heavy pairs), else the expander; circuits that a
+        # pair has several of are pinned, as the hop proxy would move them away
+        heavy = heavy_pairs(problem, params.seed, HUB_TRIES) if problem.accelerators > LP_BOUND_MAX else None
+        if heavy is not None:
+            start, pinned, how = heavy[0], heavy[1], "heavy pairs"
+        else:
+            start = _lp_round(problem, params)
+            how = "lp-relaxation" if problem.accelerators <= LP_BOUND_MAX else "expander"
+            iu, ju = np.nonzero(np.triu(start.adjacency() >= 2, 1))
+            pinned = set(zip(iu.tolist(), ju.tolist())) if how == "lp-relaxation" else None
         score = problem.score(start, time_limit_s=max(2.0, params.time_limit_s / 10)) \
             if problem.accelerators <= 256 else None
-        res = _search(problem, params, start, "lp-round", t0,
-                      {"start": "lp-relaxation" if problem.accelerators <= LP_BOUND_MAX else "expander"}, score)
+        res = _search(problem, params, start, "lp-round", t0, {"start": how}, score, pinned)
     else:  # search: start from the best quick baseline
         cands = {"expander": baselines.expander(problem.layout, params.seed),
                  "topoopt": baselines.topoopt(problem.traffic.bytes_, problem.layout, params.seed)}

@@ -46,6 +46,7 @@ class CpsatCtrlC:
     def __init__(self, solver) -> None:
         self.solver = solver
         self.hit = False
+        self._w: int | None = None
 
     def solve(self, model):
         import os
@@ -56,6 +57,7 @@ class CpsatCtrlC:
             return self.solver.Solve(model)
         r, w = os.pipe()
         os.set_blocking(w, False)
+        self._w = w
         prev_handler = signal.signal(signal.SIGINT, self._on_sigint)
         prev_fd = signal.set_wakeup_fd(w)
 
@@ -81,12 +83,21 @@ class CpsatCtrlC:
             done.set()
             signal.set_wakeup_fd(prev_fd)
             signal.signal(signal.SIGINT, prev_handler)
+            self._w = None
             os.close(w)
             watcher.join()
             os.close(r)
 
     def _on_sigint(self, signum, frame) -> None:
+        # a SIGINT that lands between installing this handler and the wakeup fd reaches Python (here, before
+        # Solve starts) but not the pipe: wake the watcher from here too, or the search runs to its limit
         self.hit = True
+        if self._w is not None:
+            import os
+            try:
+                os.write(self._w, bytes([signum]))
+            except OSError:
+                pass
 
     def solve_or_raise(self, model):
         """`solve`, raising KeyboardInterrupt when Ctrl-C stopped it (for searches with no answer to keep)."""

@@ -245,7 +245,7 @@ def _two_stage(problem: WiringProblem, params: SolveParams, solve) -> SolveResul
                            f"{problem.accelerators} (use --solver lp-round or auto)", field="solver")
     if not problem.fixed_circuits:
         res = solve(problem, params, per_switch=False)
-        if not res.extra.get("uncolourable"):
+        if not res.extra.get("uncolourable") or res.limit == Limit.INTERRUPT:   # Ctrl-C: no second round
             return res
     left = max(1.0, params.time_limit_s - (time.perf_counter() - t0))
     return solve(problem, replace(params, time_limit_s=left), per_switch=True)
