@@ -217,7 +217,7 @@ HUB_SHARE = 0.25   # accelerators whose busier direction carries at most this sh
 
 
 def relay_hubs(t: np.ndarray, layout: OCSLayout, seed: int = 0, tries: int = 1) -> Wiring | None:
-    """A start for skewed demand where some accelerators are nearly idle (prefill instances beside a decode
+    """A wiring for skewed demand where some accelerators are nearly idle (prefill instances beside a decode
     EP group, light ranks of a DLRM): their ports are what relays need (an accelerator relays at most
     ports B T - max(out, in)), and a byte relayed by an idle accelerator costs no busy circuit twice. Every
     hub circuit goes to a busy accelerator, spread evenly (fewest hub circuits first) and never twice to
