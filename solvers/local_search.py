@@ -36,7 +36,9 @@ def _movable(arr: np.ndarray, pinned: set | None) -> np.ndarray:
     if not pinned:
         return np.ones(arr.shape[0], dtype=bool)
     lo, hi = np.minimum(arr[:, 1], arr[:, 3]), np.maximum(arr[:, 1], arr[:, 3])
-    return np.array([(int(a), int(b)) not in pinned for a, b in zip(lo, hi)], dtype=bool)
+    n = int(max(np.max(hi, initial=0), max(b for _, b in pinned))) + 1
+    keys = np.array([a * n + b for a, b in pinned], dtype=np.int64)
+    return ~np.isin(lo * n + hi, keys)
 
 
 def improve_hops(wiring: Wiring, demand: np.ndarray, time_limit_s: float = 20.0, seed: int = 0,

@@ -228,12 +228,8 @@ def relay_hubs(t: np.ndarray, layout: OCSLayout, seed: int = 0, tries: int = 1) 
     0.0038194 s (seed 0) and 0.0038174 s (seed 1) against 0.0038338-0.0038408 s for single ones; 0.01 s
     a draw)."""
     if tries > 1:
-        from .local_search import _hop_bytes
         draws = [relay_hubs(t, layout, seed * tries + k) for k in range(tries)]
-        if draws[0] is None:
-            return None
-        hops = [_hop_bytes(layout.accelerators, w.circuit_array[:, 1], w.circuit_array[:, 3], t)[0] for w in draws]
-        return draws[int(np.argmin(hops))]
+        return None if draws[0] is None else draws[_fewest_byte_hops(draws, t)]
     n = layout.accelerators
     load = np.maximum(t.sum(axis=0), t.sum(axis=1))
     hub = load <= HUB_SHARE * load.max()
@@ -305,16 +301,25 @@ def heavy_pairs(problem, seed: int = 0, tries: int = 1):
     heavy = cnt >= 2
     if not heavy.any():
         return None
-    if tries > 1:
-        from .local_search import _hop_bytes
-        t = problem.traffic.bytes_
-        draws = [heavy_pairs(problem, seed * tries + k) for k in range(tries)]
-        draws = [d for d in draws if d is not None]
-        if not draws:
-            return None
-        hops = [_hop_bytes(problem.accelerators, w.circuit_array[:, 1], w.circuit_array[:, 3], t)[0] for w, _ in draws]
-        return draws[int(np.argmin(hops))]
-    lay = problem.layout
+    pairs = list(zip(iu[heavy].tolist(), ju[heavy].tolist(), cnt[heavy].tolist()))
+    seeds = [seed] if tries <= 1 else [seed * tries + k for k in range(tries)]
+    draws = [w for w in (_heavy_draw(problem.layout, pairs, s) for s in seeds) if w is not None]
+    if not draws:
+        return None
+    return draws[_fewest_byte_hops(draws, problem.traffic.bytes_)], {(a, b) for a, b, _ in pairs}
+
+
+def _fewest_byte_hops(draws: list[Wiring], t: np.ndarray) -> int:
+    """Index of the wiring with the fewest byte-hops for demand `t` (the first among equals)."""
+    if len(draws) == 1:
+        return 0
+    from .local_search import _hop_bytes
+    return int(np.argmin([_hop_bytes(w.accelerators, w.circuit_array[:, 1], w.circuit_array[:, 3], t)[0]
+                          for w in draws]))
+
+
+def _heavy_draw(lay: OCSLayout, pairs: list[tuple[int, int, int]], seed: int) -> Wiring | None:
+    """One seeded draw of `heavy_pairs`: the (a, b, circuits) placed first, the other ports at random."""
     n, sop = lay.accelerators, lay.switch_of_port
     rng = np.random.default_rng(seed)
     used = np.zeros(sop.shape, dtype=bool)                 # (accelerator, port) taken
@@ -322,7 +327,7 @@ def heavy_pairs(problem, seed: int = 0, tries: int = 1):
     radix = np.asarray(lay.switch_radix) // 2
     adj = np.zeros((n, n), dtype=bool)
     circuits: list = []
-    for a, b, k in zip(iu[heavy].tolist(), ju[heavy].tolist(), cnt[heavy].tolist()):
+    for a, b, k in pairs:
         for _ in range(int(k)):
             fa = np.bincount(sop[a][(~used[a]) & (sop[a] >= 0)], minlength=lay.switches)
             fb = np.bincount(sop[b][(~used[b]) & (sop[b] >= 0)], minlength=lay.switches)
@@ -342,5 +347,4 @@ def heavy_pairs(problem, seed: int = 0, tries: int = 1):
         order = rng.permutation(len(a))
         _pair_at_random(list(zip(a[order].tolist(), k[order].tolist())), adj, sw, int(radix[sw] - made[sw]),
                         circuits)
-    pinned = {(int(a), int(b)) for a, b in zip(iu[heavy].tolist(), ju[heavy].tolist())}
-    return Wiring(n, lay.ports, tuple(circuits), lay), pinned
+    return Wiring(n, lay.ports, tuple(circuits), lay)
