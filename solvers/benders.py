@@ -140,10 +140,11 @@ def relay_count_rows(m, problem: WiringProblem, ix, x: dict, T: float) -> int:
 
 
 def probe(problem: WiringProblem, ix, cuts: MetricCuts, T: float, deadline: float, params: SolveParams,
-          sym, per_switch: bool, hint: np.ndarray | None = None):
+          sym, per_switch: bool, hint: np.ndarray | None = None, case=None):
     """Is there a wiring with time <= T? Returns ("infeasible", None, stats), ("found", (counts, time),
     stats) or ("unknown", None, stats) when the deadline came first. `hint` (circuits per pair, e.g. the
-    best wiring's) steers CP-SAT's proposals towards its neighbourhood."""
+    best wiring's) steers CP-SAT's proposals towards its neighbourhood; `case` = (groups, case) restricts
+    it to one case of the two-group split (`solvers.stages.add_case_rows_cpsat`)."""
     from ortools.sat.python import cp_model
 
     from .ctrl_c import CpsatCtrlC
@@ -154,6 +155,9 @@ def probe(problem: WiringProblem, ix, cuts: MetricCuts, T: float, deadline: floa
     need_of = lambda b: math.ceil(lam * b / B * (1 - 1e-9))
     y, x, _ = cpsat_topology(m, problem, ix, per_switch, need_of, sym)
     relay_count_rows(m, problem, ix, x, T / (1 - SHADE))
+    if case is not None:
+        from .stages import add_case_rows_cpsat
+        add_case_rows_cpsat(m, ix.pairs, x, case[0], case[1])
     xs = [x[p] for p in ix.pairs]
 
     def add_row(w: np.ndarray, W: float) -> None:

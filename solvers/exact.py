@@ -266,7 +266,11 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams(), star
     if problem.objective != "time" or problem.policy == "direct":
         return _two_stage(problem, params, _solve_milp)
     t0 = time.perf_counter()
-    best = _two_stage(problem, replace(params, time_limit_s=params.time_limit_s * FIRST_SHARE), _solve_milp)
+    tg = _two_groups(problem, params, t0)
+    first = params.time_limit_s * FIRST_SHARE
+    if tg is not None:                # the case split proves more than the plain model's longer first round
+        first = min(first, STAGES_FIRST_S)
+    best = _two_stage(problem, replace(params, time_limit_s=first), _solve_milp)
     rounds = [_round(best, None)]
     if best.limit == Limit.INTERRUPT:        # Ctrl-C in the first round: what it has, or the expander
         if best.objective is None or not np.isfinite(best.objective):
@@ -292,6 +296,8 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams(), star
     if best.status != SolveStatus.FEASIBLE or best.objective is None or not np.isfinite(best.objective):
         return best
     bound = best.bound or 0.0
+    if tg is not None:
+        best, bound, interrupted = _case_split(problem, params, t0, tg, best, bound, rounds, "milp")
     step = 1.0          # the first probe looks for better wirings than the first round's, then bisection
     while not interrupted:
         left = params.time_limit_s - (time.perf_counter() - t0)
@@ -332,8 +338,51 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams(), star
 
 
 FIRST_SHARE = 0.3   # of the time limit, for the plain time model before the probes
+STAGES_MIN_S = 900.0   # time left at which two coupled groups get the case split (solvers/stages.py)
+STAGES_MAX_GROUP = 10  # accelerators per group: its one-group models stay small
+STAGES_SHARE = 0.8     # of the time left, for the case split and its probes
+STAGES_FIRST_S = 120.0  # the plain model's first round before the case split
 CPSAT_FIRST_SHARE = 0.1   # CP-SAT's integer-routing round only supplies a first wiring; its probes do the rest
 TIGHT_GAP = 0.02     # below this gap a CP-SAT probe first tries to beat the best wiring at all
+
+
+def _case_split(problem: WiringProblem, params: SolveParams, t0: float, tg, best: SolveResult, bound: float,
+                rounds: list, name: str, prober=None) -> tuple[SolveResult, float, bool]:
+    """The two-group case split (solvers/stages.py) at the best answer's time less half the gap, again at
+    each better wiring a case probe finds (cases closed at a higher time stay closed), in STAGES_SHARE of the
+    time left. Returns (best, bound, interrupted)."""
+    from .stages import case_bound
+    say = params.progress or (lambda msg: None)
+    closed_at: dict = {}
+    while best.objective - bound > params.rel_gap * best.objective:
+        left = params.time_limit_s - (time.perf_counter() - t0)
+        if left < STAGES_MIN_S / 10:
+            break
+        T = best.objective * (1 - params.rel_gap / 2)
+        say(f"{name} case split on the circuits between the two groups at {T:.6g} s")
+        try:
+            b, found, info = case_bound(problem, tg, T, params, time.perf_counter() + STAGES_SHARE * left,
+                                        closed_at, prober)
+        except KeyboardInterrupt:
+            rounds.append({"probe": T, "status": "case split", "verdict": "interrupted"})
+            return best, bound, True
+        rounds.append({"probe": T, "status": "case split", **info})
+        say(f"{name} case split: {info.get('verdict')}" + (f", bound {b:.6g} s" if b else ""))
+        if b is not None:
+            bound = max(bound, min(b, best.objective))
+        if found is None or found.objective >= best.objective:
+            break
+        best = found                 # a better wiring: ask again at its time
+    return best, bound, False
+
+
+def _two_groups(problem: WiringProblem, params: SolveParams, t0: float):
+    """The two coupled groups of `solvers.stages` when the case split applies and has the time, else None."""
+    from .stages import two_groups
+    if params.time_limit_s - (time.perf_counter() - t0) < STAGES_MIN_S:
+        return None
+    tg = two_groups(problem)
+    return tg if tg is not None and tg.n <= STAGES_MAX_GROUP else None
 
 
 def _round(res: SolveResult, probe: float | None) -> dict:
@@ -427,9 +476,10 @@ def _layered_routing(prob, ix: _Index, D: np.ndarray, cap: float, lam, lam_lo: f
 
 
 def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool,
-                cutoff: float | None = None) -> SolveResult:
+                cutoff: float | None = None, case=None) -> SolveResult:
     """One MILP solve; with `cutoff` (the time of a known wiring) the model only admits wirings at least
-    that good, which makes the cluster and residual-capacity cuts stronger."""
+    that good, which makes the cluster and residual-capacity cuts stronger. `case` = (groups, case of
+    `solvers.stages.add_case_rows`) restricts it to one case of the two-group split."""
     import pulp
 
     t0 = time.perf_counter()
@@ -461,6 +511,9 @@ def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool,
         expr = pulp.lpSum(c * x[k] for k, c in terms)
         prob += (expr <= rhs) if sense == "<=" else (expr >= rhs)
         ncl += 1
+    if case is not None:
+        from .stages import add_case_rows
+        add_case_rows(prob, ix.pairs, x, case[0], case[1])
     lam = prob.add_variable("lam", lam_lo) if timed else None
     if timed and lam_lo and problem.policy != "direct":
         loads, flows, ncut = _layered_routing(prob, ix, D, cap, lam, lam_lo, x)
@@ -481,7 +534,8 @@ def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool,
     if backend == "highs":
         import highspy
         kinds = highspy.cb.HighsCallbackType
-        solver = pulp.HiGHS(msg=False, timeLimit=params.time_limit_s, threads=params.threads,
+        from .highs import threads
+        solver = pulp.HiGHS(msg=False, timeLimit=params.time_limit_s, threads=threads(params.threads),
                             gapRel=params.rel_gap, random_seed=params.seed, callbackTuple=(ctrl_c.callback, None),
                             callbacksToActivate=[kinds.kCallbackMipInterrupt, kinds.kCallbackSimplexInterrupt,
                                                  kinds.kCallbackIpmInterrupt])
@@ -564,7 +618,10 @@ def solve_cpsat(problem: WiringProblem, params: SolveParams = SolveParams(), sta
     if problem.objective != "time" or problem.policy == "direct":
         return _two_stage(problem, params, _solve_cpsat)
     t0 = time.perf_counter()
-    best = _two_stage(problem, replace(params, time_limit_s=params.time_limit_s * CPSAT_FIRST_SHARE), _solve_cpsat)
+    first = params.time_limit_s * CPSAT_FIRST_SHARE
+    if _two_groups(problem, params, t0) is not None:
+        first = min(first, STAGES_FIRST_S)
+    best = _two_stage(problem, replace(params, time_limit_s=first), _solve_cpsat)
     say = params.progress or (lambda msg: None)
     say(f"cpsat first round: {best.status.value}" + (f", {best.objective:.6g} s" if best.objective else ""))
     if best.limit == Limit.INTERRUPT and best.artifact is None:
@@ -627,7 +684,20 @@ def _metric_probes(problem: WiringProblem, params: SolveParams, t0: float, best:
     step = 0.5
     tried = None                 # the best wiring's time when a probe last tried to beat it
     interrupted = False
-    while True:
+    tg = _two_groups(problem, params, t0)
+
+    def case_probe(case, T: float, seconds: float):
+        adj = best.artifact.adjacency()
+        verdict, found, _ = probe(problem, ix, cuts, T, time.perf_counter() + seconds, params, sym, per_switch,
+                                  np.array([adj[p] for p in ix.pairs]), case=(tg.groups, case))
+        if verdict != "found":
+            return verdict, None, None
+        return "found", _finish(problem, "cpsat", best.solver_version, params, time.perf_counter(),
+                                SolveStatus.FEASIBLE, Limit.NONE, _wiring_from(problem, found[0], {}), None,
+                                {"model": "metric-inequality probe, one case of the two-group split"}), None
+    if tg is not None:
+        best, bound, interrupted = _case_split(problem, params, t0, tg, best, bound, rounds, "cpsat", case_probe)
+    while not interrupted:
         now = time.perf_counter()
         left = params.time_limit_s - (now - t0)
         inc = best.objective

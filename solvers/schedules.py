@@ -844,7 +844,8 @@ def milp_allgather(fab: Fabric, coll: Collective, chunks: int, steps: int, time_
             prob += dur[t] >= fab.alpha_us + fab.link_latency_us + per_chunk_us[a] * \
                 pulp.lpSum(send[(c, a, t)] for c in range(chunks))
     prob += pulp.lpSum(dur[1:])
-    solver = pulp.HiGHS(msg=False, timeLimit=time_limit_s, threads=2, random_seed=seed) if backend == "highs" \
+    from .highs import threads
+    solver = pulp.HiGHS(msg=False, timeLimit=time_limit_s, threads=threads(2), random_seed=seed) if backend == "highs" \
         else pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit_s, threads=2)
     t0 = time.perf_counter()
     with _quiet_stdout():

@@ -1,0 +1,442 @@
+"""Two coupled groups (a two-stage pipeline of tensor-parallel groups): a case split on the circuits
+between them, for proofs of the time objective.
+
+Why. On such an instance the whole-instance MILP stalls at the relay count: its relaxation spreads the
+groups' relays over many fractional circuits between the groups, and branching on circuits does not move
+its dual bound (llama405b-tp8pp2-16: flat for 1800 s, 1.1% below the best wiring). What decides the
+optimum is how many circuits join the groups and which accelerators hold them: each such circuit costs its
+endpoints a port inside their group, and a byte relayed through the other group costs that group capacity
+too, unless an accelerator there turns it around (it holds circuits to two accelerators of the sender).
+
+Cases. Write c for the circuits between the groups and x_g(v) for how many of them accelerator v of group
+g holds (its cross degree); every wiring falls in exactly one case (c, the multiset of x_A, that of x_B).
+
+One group's model (`group_relays`), at time T, in units of B T bytes (one circuit direction's worth):
+integer circuits y inside the group with degree + x <= ports; the group's own demand routed by source
+over its circuits and through an outside node S (the other group) whose arcs from and to v carry at
+most x(v) units each; the crossing demand (bytes each accelerator sends out of and receives from the
+other group) over the same arcs; h units of the other group's relays entering at some v and leaving at
+another accelerator (or at v itself when x(v) >= 2, a turnaround); and per source the relay-count row
+(its bytes use at least demand + relayed units of circuits inside, less two for every unit that went
+across instead). Minimize r - w h, r the own bytes sent across. Every wiring at least as good as T with
+simple routing paths maps into it (flows with cycles cancel to simple ones), so its optimum rho_g(h)
+(w = 0) bounds below what group g sends across while carrying h of the other's bytes; with h a variable
+in [h_lo, h_hi], w = 1 gives min (rho_g(h) - h).
+
+Coupling: the other group carries exactly what one sends across, r_A = h_B and r_B = h_A, and each
+direction across carries r_A + r_B + the crossing bytes <= c. A case is closed at T when
+- count: rho_A(0) + rho_B(0) + crossing > c (or a group's model is infeasible),
+- net: (rho_A(h) - h) + (rho_B(h) - h) > 0 at the minimum over the feasible h of each (adding
+  r_A >= rho_A(r_B) and r_B >= rho_B(r_A) gives 0 >= that sum),
+- or after raising the lower bounds a few rounds (r_A >= rho_A(lower bound of r_B), and back) count does.
+Cases none of these closes go to the whole-instance MILP probe at T with rows for the case (binaries
+for each accelerator's cross degree over the case's multisets; the rows are invariant under the
+automorphisms, so the node-symmetry rows stay valid), and every c > C_MAX to one probe with at least
+C_MAX + 1 circuits across. If every case is closed or proven infeasible, no wiring reaches T.
+
+Applies when the demand is two identical groups (`solvers.coupled.coupled_groups`) with uniform demand
+inside, the same ports at every accelerator and the same crossing bytes out of (and into) every
+accelerator of a group: then each group's model is symmetric under any relabelling and cases are
+multisets (partitions of c). Anything else: `two_groups` returns None and nothing here runs.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+import numpy as np
+
+from synth.problem import WiringProblem
+
+C_MAX = 8            # circuits between the groups enumerated case by case; more: one whole probe
+RAISE_ROUNDS = 6     # rounds of r_A >= rho_A(r_B), r_B >= rho_B(r_A)
+TOL = 1e-7           # in circuit units
+
+
+@dataclass(frozen=True)
+class TwoGroups:
+    groups: tuple[tuple[int, ...], tuple[int, ...]]
+    d: float                        # bytes between every ordered pair inside a group
+    ports: int                      # ports of every accelerator
+    out_b: tuple[float, float]      # bytes each accelerator of group g sends to the other group
+    in_b: tuple[float, float]       # bytes each accelerator of group g receives from it
+    port_bytes_per_s: float
+
+    @property
+    def n(self) -> int:
+        return len(self.groups[0])
+
+
+def two_groups(problem: WiringProblem) -> TwoGroups | None:
+    """The instance as two symmetric coupled groups (module doc), or None."""
+    from .coupled import coupled_groups
+    if problem.objective != "time" or problem.policy == "direct" or problem.fixed_circuits:
+        return None
+    groups = coupled_groups(problem)
+    if groups is None or len(groups) != 2:
+        return None
+    t = problem.traffic.bytes_.astype(np.float64)
+    ports = problem.layout.capacity.sum(axis=1)
+    if len(set(ports.tolist())) != 1:
+        return None
+    g0, g1 = groups
+    inner = t[np.ix_(g0, g0)]
+    off = ~np.eye(len(g0), dtype=bool)
+    if len(np.unique(inner[off])) != 1 or inner[off][0] <= 0:
+        return None
+    out_b, in_b = [], []
+    for a, b in ((g0, g1), (g1, g0)):
+        o = t[np.ix_(a, b)].sum(axis=1)
+        i = t[np.ix_(b, a)].sum(axis=0)
+        if np.ptp(o) > 0 or np.ptp(i) > 0:
+            return None
+        out_b.append(float(o[0]))
+        in_b.append(float(i[0]))
+    return TwoGroups((tuple(map(int, g0)), tuple(map(int, g1))), float(inner[off][0]), int(ports[0]),
+                     (out_b[0], out_b[1]), (in_b[0], in_b[1]), problem.port_bytes_per_s)
+
+
+def partitions(c: int, parts: int, largest: int | None = None):
+    """Partitions of c into at most `parts` parts, each at most `largest`, largest part first."""
+    largest = c if largest is None else largest
+    if c == 0:
+        yield ()
+        return
+    if parts == 0:
+        return
+    for k in range(min(c, largest), 0, -1):
+        for rest in partitions(c - k, parts - 1, k):
+            yield (k,) + rest
+
+
+def group_relays(tg: TwoGroups, g: int, x: tuple[int, ...], T: float, h_lo: float = 0.0,
+                 h_hi: float | None = None, w: float = 0.0, time_limit_s: float = 120.0,
+                 threads: int = 1, live: set | None = None) -> float:
+    """A lower bound on min (r - w h) over group g's model at time T (module doc); inf when it is
+    infeasible. h is fixed at h_lo unless h_hi is given. A solve stopped by its time limit returns its
+    dual bound (still a valid lower bound). The HiGHS object sits in `live` while it runs (so another
+    thread can cancel it)."""
+    import highspy
+    n, P = tg.n, tg.ports
+    unit = tg.port_bytes_per_s * T
+    d = tg.d / unit
+    po, pi = tg.out_b[g] / unit, tg.in_b[g] / unit
+    x = tuple(x) + (0,) * (n - len(x))
+    if sum(x) == 0 and (po > 0 or pi > 0 or h_lo > 0):
+        return math.inf
+    H = highspy.Highs()
+    H.setOptionValue("output_flag", False)
+    H.setOptionValue("time_limit", float(time_limit_s))
+    from .highs import threads as fit
+    H.setOptionValue("threads", fit(threads))
+    H.setOptionValue("mip_rel_gap", 1e-9)
+    S = n
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
+    y = {p: H.addIntegral(lb=0, ub=P) for p in pairs}
+    for i in range(n):
+        H.addConstr(sum(y[p] for p in pairs if i in p) + x[i] <= P)
+    inner = [(i, j) for i in range(n) for j in range(n) if i != j]
+    outs = [(i, S) for i in range(n) if x[i]]
+    ins = [(S, j) for j in range(n) if x[j]]
+    arcs = inner + outs + ins
+    load: dict[tuple[int, int], list] = {a: [] for a in arcs}
+
+    def conserve(f: dict, supply) -> None:
+        for v in range(n + 1):
+            o = [f[a] for a in f if a[0] == v]
+            i_ = [f[a] for a in f if a[1] == v]
+            rhs = supply(v)
+            if o or i_ or rhs:
+                H.addConstr(sum(o) - sum(i_) == rhs)
+
+    own_out = []
+    k_ = math.floor(d)
+    for s in range(n):
+        f = {a: H.addVariable(lb=0) for a in arcs}
+        conserve(f, lambda v, s=s: (n - 1) * d if v == s else 0.0 if v == S else -d)
+        for a, var in f.items():
+            load[a].append(var)
+        rs = [f[a] for a in outs]
+        own_out += rs
+        over = []
+        for j in range(n):
+            if j == s:
+                continue
+            yy = y[(min(s, j), max(s, j))]
+            o = H.addVariable(lb=0)
+            H.addConstr(o + yy >= d)
+            if d - k_ > 1e-12:
+                H.addConstr(o + (d - k_) * yy >= (d - k_) * (k_ + 1))
+            over.append(o)
+        # relay count: own bytes use >= demand + relayed units inside, less 2 per unit sent across
+        H.addConstr(sum(f[a] for a in inner) - sum(over) + 2 * sum(rs) >= (n - 1) * d)
+    for amount, sign in ((po, 1.0), (pi, -1.0)):
+        if amount <= 0:
+            continue
+        f = {a: H.addVariable(lb=0) for a in arcs}
+        conserve(f, lambda v, amount=amount, sign=sign: sign * (amount if v < n else -n * amount))
+        for a, var in f.items():
+            load[a].append(var)
+    entries = []
+    for k in range(n):
+        if not x[k]:
+            continue
+        ka = inner + [(S, k)] + [(v, S) for v in range(n) if x[v] and (v != k or x[k] >= 2)]
+        f = {a: H.addVariable(lb=0) for a in ka}
+        conserve(f, lambda v: 0.0)
+        for a, var in f.items():
+            load[a].append(var)
+        entries.append(f[(S, k)])
+    hv = None
+    if entries:
+        hv = H.addVariable(lb=h_lo, ub=h_lo if h_hi is None else max(h_lo, h_hi))
+        H.addConstr(sum(entries) - hv >= 0)
+    elif h_lo > 0:
+        return math.inf
+    for (i, j) in pairs:
+        for a in ((i, j), (j, i)):
+            if load[a]:
+                H.addConstr(sum(load[a]) - y[(i, j)] <= 0)
+    for v in range(n):
+        if x[v]:
+            H.addConstr(sum(load[(v, S)]) <= x[v])
+            H.addConstr(sum(load[(S, v)]) <= x[v])
+    obj = sum(own_out) if own_out else 0.0
+    if w and hv is not None:
+        obj = obj - w * hv
+    if live is not None:
+        live.add(H)
+    try:
+        H.minimize(obj)
+    finally:
+        if live is not None:
+            live.discard(H)
+    status = H.getModelStatus()
+    if status in (highspy.HighsModelStatus.kInfeasible,):
+        return math.inf
+    info = H.getInfo()
+    if status == highspy.HighsModelStatus.kOptimal:
+        return float(info.objective_function_value)
+    bound = float(info.mip_dual_bound)
+    return bound if np.isfinite(bound) else -math.inf
+
+
+@dataclass
+class CaseSplit:
+    """The cases at one T: which closed and how, which are left for whole-instance probes."""
+    T: float
+    closed: dict          # (c, x_A, x_B) -> reason
+    open: list            # [(c, x_A, x_B)]
+    models: int           # one-group models solved
+    wall_s: float
+
+
+def split_cases(tg: TwoGroups, T: float, deadline: float, c_max: int = C_MAX, threads: int = 1,
+                model_time_s: float = 120.0, closed_at: dict | None = None) -> CaseSplit | None:
+    """Run the tests of the module doc on every case with 1 <= c <= c_max; None when the deadline passes
+    first (then nothing is claimed). A case in `closed_at` closed at a time >= T stays closed (no wiring
+    in it reaches that time, so none reaches T) and is not looked at again. The one-group models run `threads` at a time (HiGHS releases the GIL):
+    first rho(0) of every partition on both sides, then one net model per partition over the h any
+    partner allows, then, case by case, the partner's own range and the raising rounds for what is left."""
+    from concurrent.futures import ThreadPoolExecutor
+    t0 = time.perf_counter()
+    unit = tg.port_bytes_per_s * T
+    cross = max(tg.out_b[0], tg.out_b[1]) * tg.n / unit      # the busier direction's crossing bytes
+    memo: dict = {}
+    live: set = set()
+
+    def solve(key):
+        if key not in memo:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                raise TimeoutError
+            g, x, h_lo, h_hi, w = key
+            memo[key] = group_relays(tg, g, x, T, h_lo, h_hi, w, min(model_time_s, left), live=live)
+        return memo[key]
+
+    def batch(keys) -> None:
+        keys = [k for k in dict.fromkeys(keys) if k not in memo]
+        with ThreadPoolExecutor(max(1, threads)) as pool:
+            try:
+                list(pool.map(solve, keys))
+            except BaseException:          # Ctrl-C (or out of time): stop the models still running
+                pool.shutdown(cancel_futures=True, wait=False)
+                for H in list(live):
+                    H.cancelSolve()
+                raise
+
+    closed_at = {} if closed_at is None else closed_at
+    done = {case for case, at in closed_at.items() if at >= T}
+    xs = {c: list(partitions(c, tg.n, tg.ports)) for c in range(1, c_max + 1)}
+    todo = {c: [(xa, xb) for xa in xs[c] for xb in xs[c] if (c, xa, xb) not in done] for c in xs}
+    xs = {c: sorted({x for pair in todo[c] for x in pair}, reverse=True) for c in xs}
+    closed: dict = {}
+    left_open: list = []
+    try:
+        batch([(g, x, 0.0, None, 0.0) for c in xs for x in xs[c] for g in (0, 1)])
+        R = {(g, x): memo[(g, x, 0.0, None, 0.0)] for c in xs for x in xs[c] for g in (0, 1)}
+        shared = {}
+        for c in xs:
+            least = [min((R[(g, x)] for x in xs[c]), default=math.inf) for g in (0, 1)]
+            for g in (0, 1):
+                for x in xs[c]:
+                    lo = least[1 - g]
+                    if np.isfinite(R[(g, x)]) and np.isfinite(lo) and R[(g, x)] + lo + cross <= c + TOL:
+                        shared[(g, x)] = (g, x, _lo(lo), _hi(max(lo, c - cross - R[(g, x)])), 1.0)
+        batch(shared.values())
+        for c in xs:
+            for xa, xb in todo[c]:
+                why = _close(solve, R, shared, memo, c, xa, xb, cross)
+                if why:
+                    closed[(c, xa, xb)] = why
+                    closed_at[(c, xa, xb)] = T
+                else:
+                    left_open.append((c, xa, xb))
+    except TimeoutError:
+        return None
+    return CaseSplit(T, closed, left_open, len(memo), time.perf_counter() - t0)
+
+
+def _close(solve, R: dict, shared: dict, memo: dict, c: int, xa: tuple, xb: tuple, cross: float) -> str | None:
+    la, lb = R[(0, xa)], R[(1, xb)]
+    if la + lb + cross > c + TOL:
+        return "count"
+    if (0, xa) in shared and (1, xb) in shared and memo[shared[(0, xa)]] + memo[shared[(1, xb)]] > TOL:
+        return "net"
+    for it in range(RAISE_ROUNDS + 1):
+        if la + lb + cross > c + TOL:
+            return f"count (round {it})"
+        ha, hb = c - cross - lb, c - cross - la        # the most each could send across
+        ma = solve((0, xa, _lo(lb), _hi(max(lb, hb)), 1.0))
+        mb = solve((1, xb, _lo(la), _hi(max(la, ha)), 1.0))
+        if ma + mb > TOL:
+            return f"net (round {it})"
+        if it == RAISE_ROUNDS:
+            break
+        na, nb = solve((0, xa, _lo(lb), None, 0.0)), solve((1, xb, _lo(la), None, 0.0))
+        if na <= la + 1e-4 and nb <= lb + 1e-4:
+            break
+        la, lb = max(la, na), max(lb, nb)
+    return None
+
+
+def _lo(v: float) -> float:
+    """A lower bound rounded down (still a lower bound; repeated values share a cached model)."""
+    return math.floor(v * 1e7) / 1e7
+
+
+def _hi(v: float) -> float:
+    return math.ceil(v * 1e7) / 1e7
+
+
+def case_bound(problem: WiringProblem, tg: TwoGroups, T: float, params, deadline: float,
+               closed_at: dict | None = None, prober=None):
+    """A lower bound on every wiring's time from the case split at T: the split closes most cases (no wiring
+    in them reaches T); each case it leaves open, and more than C_MAX circuits across, gets a
+    whole-instance probe at T restricted to it (`prober(case, T, seconds)`; default `milp_prober`), with an
+    even share of the time left: "infeasible" closes it, otherwise its dual bound b (when it has one) says
+    the case's wirings take at least min(T, b). A probe that finds a wiring at least as good as T ends it
+    (the caller asks again at the new wiring's time). Returns (bound, result, info): bound = min(T, every
+    open case's), or None (out of time, a case without a dual bound, or a wiring found); result = that
+    wiring, or None. `closed_at` (case -> the time it was closed at) carries closed cases from one call to
+    the next (lower T)."""
+    prober = prober or milp_prober(problem, tg, params)
+    t0 = time.perf_counter()
+    info: dict = {"T": T}
+    closed_at = {} if closed_at is None else closed_at
+    split = split_cases(tg, T, deadline, threads=params.threads, closed_at=closed_at)
+    if split is None:
+        info["verdict"] = "case split out of time"
+        return None, None, info
+    info.update(cases=len(split.closed) + len(split.open), closed_by_split=len(split.closed),
+                group_models=split.models, split_s=round(split.wall_s, 1))
+    bound = T
+    todo = [case for case in [("at least", C_MAX + 1)] + split.open if closed_at.get(case, 0.0) < T]
+    cases = {}
+    for k, case in enumerate(todo):
+        left = deadline - time.perf_counter()
+        if left < 1.0:
+            info["verdict"] = f"out of time before case {case}"
+            return None, None, info
+        verdict, res, b = prober(case, T, left / (len(todo) - k))
+        if verdict == "infeasible":
+            cases[str(case)] = "infeasible"
+            closed_at[case] = T
+            continue
+        if verdict == "found":
+            info.update(verdict=f"case {case}: found {res.objective:.9g} s", cases_probed=cases)
+            return None, res, info
+        cases[str(case)] = verdict if b is None else round(b, 12)
+        if b is None:
+            info.update(verdict=f"case {case}: not settled, no bound", cases_probed=cases)
+            return None, None, info
+        bound = min(bound, b)
+    info.update(verdict="bound", bound=bound, cases_probed=cases, wall_s=round(time.perf_counter() - t0, 1))
+    return bound, None, info
+
+
+def milp_prober(problem: WiringProblem, tg: TwoGroups, params):
+    """Case probes by the MILP (`params.backend`): the degree model at T restricted to the case, then the
+    per-switch one when its answer does not fit on the switches. Returns (verdict, result, dual bound)."""
+    from dataclasses import replace
+    from functools import partial
+
+    from synth.model import SolveStatus
+
+    from .exact import _solve_milp, _two_stage
+
+    def run(case, T: float, seconds: float):
+        res = _two_stage(problem, replace(params, time_limit_s=seconds),
+                         partial(_solve_milp, cutoff=T, case=(tg.groups, case)))
+        if res.status == SolveStatus.INFEASIBLE:
+            return "infeasible", None, None
+        if res.objective is not None and res.objective <= T * (1 + 1e-6):
+            return "found", res, None
+        return res.status.value, None, res.bound if res.objective is not None else res.extra.get("model_bound_s")
+    return run
+
+
+def _across(pairs, groups):
+    side = {v: g for g, grp in enumerate(groups) for v in grp}
+    return [p for p in pairs if side.get(p[0]) != side.get(p[1])]
+
+
+def add_case_rows(prob, pairs: list[tuple[int, int]], x: dict, groups, case) -> None:
+    """Rows restricting a PuLP wiring model (circuit counts x over `pairs`) to one case: ("at least", C)
+    circuits across, or (c, x_A, x_B): c circuits across and the cross degrees of group g's accelerators
+    are the multiset x_g (binaries e[v, k] choose each accelerator's degree k)."""
+    import pulp
+    across = _across(pairs, groups)
+    if case[0] == "at least":
+        prob += pulp.lpSum(x[p] for p in across) >= case[1]
+        return
+    c, *xs = case
+    prob += pulp.lpSum(x[p] for p in across) == c
+    for g, grp in enumerate(groups):
+        degs = list(xs[g]) + [0] * (len(grp) - len(xs[g]))
+        values = sorted(set(degs))
+        e = {(v, k): prob.add_variable(f"case_{g}_{v}_{k}", 0, 1, cat="Binary") for v in grp for k in values}
+        for v in grp:
+            prob += pulp.lpSum(e[(v, k)] for k in values) == 1
+            prob += pulp.lpSum(x[p] for p in across if v in p) == pulp.lpSum(k * e[(v, k)] for k in values)
+        for k in values:
+            prob += pulp.lpSum(e[(v, k)] for v in grp) == degs.count(k)
+
+
+def add_case_rows_cpsat(m, pairs: list[tuple[int, int]], x: dict, groups, case) -> None:
+    """`add_case_rows` for a CP-SAT model."""
+    across = _across(pairs, groups)
+    if case[0] == "at least":
+        m.Add(sum(x[p] for p in across) >= case[1])
+        return
+    c, *xs = case
+    m.Add(sum(x[p] for p in across) == c)
+    for g, grp in enumerate(groups):
+        degs = list(xs[g]) + [0] * (len(grp) - len(xs[g]))
+        values = sorted(set(degs))
+        e = {(v, k): m.NewBoolVar(f"case_{g}_{v}_{k}") for v in grp for k in values}
+        for v in grp:
+            m.AddExactlyOne(e[(v, k)] for k in values)
+            m.Add(sum(x[p] for p in across if v in p) == sum(k * e[(v, k)] for k in values))
+        for k in values:
+            m.Add(sum(e[(v, k)] for v in grp) == degs.count(k))
