@@ -618,8 +618,9 @@ def solve_cpsat(problem: WiringProblem, params: SolveParams = SolveParams(), sta
     if problem.objective != "time" or problem.policy == "direct":
         return _two_stage(problem, params, _solve_cpsat)
     t0 = time.perf_counter()
+    tg = _two_groups(problem, params, t0)
     first = params.time_limit_s * CPSAT_FIRST_SHARE
-    if _two_groups(problem, params, t0) is not None:
+    if tg is not None:
         first = min(first, STAGES_FIRST_S)
     best = _two_stage(problem, replace(params, time_limit_s=first), _solve_cpsat)
     say = params.progress or (lambda msg: None)
@@ -632,7 +633,7 @@ def solve_cpsat(problem: WiringProblem, params: SolveParams = SolveParams(), sta
     best = _baseline_start(problem, params, best, "cpsat", start)      # integer units can be coarse
     if best.objective is None or not np.isfinite(best.objective):
         return best
-    return _metric_probes(problem, params, t0, best, rounds)
+    return _metric_probes(problem, params, t0, best, rounds, tg)
 
 
 def _baseline_start(problem: WiringProblem, params: SolveParams, best: SolveResult, solver: str,
@@ -658,10 +659,11 @@ def _baseline_start(problem: WiringProblem, params: SolveParams, best: SolveResu
 
 
 def _metric_probes(problem: WiringProblem, params: SolveParams, t0: float, best: SolveResult,
-                   rounds: list[dict]) -> SolveResult:
+                   rounds: list[dict], tg=None) -> SolveResult:
     """Bisect between the bound and the best wiring with metric-inequality probes (solvers/benders.py): the
     first asks for anything better than the best wiring by more than the gap (which settles most small
-    instances), then halfway, moving towards the bound when a probe runs out of its share."""
+    instances), then halfway, moving towards the bound when a probe runs out of its share. `tg`: two coupled
+    groups, which get the case split first (`_case_split`)."""
     from .benders import MetricCuts, probe
     say = params.progress or (lambda msg: None)
     ix = _index(problem)
@@ -684,7 +686,6 @@ def _metric_probes(problem: WiringProblem, params: SolveParams, t0: float, best:
     step = 0.5
     tried = None                 # the best wiring's time when a probe last tried to beat it
     interrupted = False
-    tg = _two_groups(problem, params, t0)
 
     def case_probe(case, T: float, seconds: float):
         adj = best.artifact.adjacency()

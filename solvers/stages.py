@@ -235,8 +235,8 @@ def split_cases(tg: TwoGroups, T: float, deadline: float, c_max: int = C_MAX, th
                 model_time_s: float = 120.0, closed_at: dict | None = None) -> CaseSplit | None:
     """Run the tests of the module doc on every case with 1 <= c <= c_max; None when the deadline passes
     first (then nothing is claimed). A case in `closed_at` closed at a time >= T stays closed (no wiring
-    in it reaches that time, so none reaches T) and is not looked at again. The one-group models run `threads` at a time (HiGHS releases the GIL):
-    first rho(0) of every partition on both sides, then one net model per partition over the h any
+    in it reaches that time, so none reaches T) and is not looked at again. The one-group models run
+    `threads` at a time (HiGHS releases the GIL): first rho(0) of every partition on both sides, then one net model per partition over the h any
     partner allows, then, case by case, the partner's own range and the raising rounds for what is left."""
     from concurrent.futures import ThreadPoolExecutor
     t0 = time.perf_counter()
@@ -401,42 +401,38 @@ def _across(pairs, groups):
     return [p for p in pairs if side.get(p[0]) != side.get(p[1])]
 
 
-def add_case_rows(prob, pairs: list[tuple[int, int]], x: dict, groups, case) -> None:
-    """Rows restricting a PuLP wiring model (circuit counts x over `pairs`) to one case: ("at least", C)
+def _case_rows(pairs: list[tuple[int, int]], x: dict, groups, case, boolean):
+    """The rows of one case as (terms [(coefficient, variable)], "==" or ">=", rhs): ("at least", C)
     circuits across, or (c, x_A, x_B): c circuits across and the cross degrees of group g's accelerators
-    are the multiset x_g (binaries e[v, k] choose each accelerator's degree k)."""
-    import pulp
+    are the multiset x_g (binaries e[v, k] = `boolean(name)` choose each accelerator's degree k)."""
     across = _across(pairs, groups)
     if case[0] == "at least":
-        prob += pulp.lpSum(x[p] for p in across) >= case[1]
+        yield [(1, x[p]) for p in across], ">=", case[1]
         return
     c, *xs = case
-    prob += pulp.lpSum(x[p] for p in across) == c
+    yield [(1, x[p]) for p in across], "==", c
     for g, grp in enumerate(groups):
         degs = list(xs[g]) + [0] * (len(grp) - len(xs[g]))
         values = sorted(set(degs))
-        e = {(v, k): prob.add_variable(f"case_{g}_{v}_{k}", 0, 1, cat="Binary") for v in grp for k in values}
+        e = {(v, k): boolean(f"case_{g}_{v}_{k}") for v in grp for k in values}
         for v in grp:
-            prob += pulp.lpSum(e[(v, k)] for k in values) == 1
-            prob += pulp.lpSum(x[p] for p in across if v in p) == pulp.lpSum(k * e[(v, k)] for k in values)
+            yield [(1, e[(v, k)]) for k in values], "==", 1
+            yield [(1, x[p]) for p in across if v in p] + [(-k, e[(v, k)]) for k in values], "==", 0
         for k in values:
-            prob += pulp.lpSum(e[(v, k)] for v in grp) == degs.count(k)
+            yield [(1, e[(v, k)]) for v in grp], "==", degs.count(k)
+
+
+def add_case_rows(prob, pairs: list[tuple[int, int]], x: dict, groups, case) -> None:
+    """Restrict a PuLP wiring model (circuit counts x over `pairs`) to one case (`_case_rows`)."""
+    import pulp
+    for terms, sense, rhs in _case_rows(pairs, x, groups, case,
+                                        lambda name: prob.add_variable(name, 0, 1, cat="Binary")):
+        expr = pulp.lpSum(c * v for c, v in terms)
+        prob += (expr == rhs) if sense == "==" else (expr >= rhs)
 
 
 def add_case_rows_cpsat(m, pairs: list[tuple[int, int]], x: dict, groups, case) -> None:
     """`add_case_rows` for a CP-SAT model."""
-    across = _across(pairs, groups)
-    if case[0] == "at least":
-        m.Add(sum(x[p] for p in across) >= case[1])
-        return
-    c, *xs = case
-    m.Add(sum(x[p] for p in across) == c)
-    for g, grp in enumerate(groups):
-        degs = list(xs[g]) + [0] * (len(grp) - len(xs[g]))
-        values = sorted(set(degs))
-        e = {(v, k): m.NewBoolVar(f"case_{g}_{v}_{k}") for v in grp for k in values}
-        for v in grp:
-            m.AddExactlyOne(e[(v, k)] for k in values)
-            m.Add(sum(x[p] for p in across if v in p) == sum(k * e[(v, k)] for k in values))
-        for k in values:
-            m.Add(sum(e[(v, k)] for v in grp) == degs.count(k))
+    for terms, sense, rhs in _case_rows(pairs, x, groups, case, m.NewBoolVar):
+        expr = sum(c * v for c, v in terms)
+        m.Add(expr == rhs) if sense == "==" else m.Add(expr >= rhs)
