@@ -237,7 +237,8 @@ def split_cases(tg: TwoGroups, T: float, deadline: float, c_max: int = C_MAX, th
     first (then nothing is claimed). A case in `closed_at` closed at a time >= T stays closed (no wiring
     in it reaches that time, so none reaches T) and is not looked at again. The one-group models run
     `threads` at a time (HiGHS releases the GIL): first rho(0) of every partition on both sides, then one
-    net model per partition over the h any partner allows, then, case by case, the partner's own range and the raising rounds for what is left."""
+    net model per partition over the h any partner allows, then, case by case, the partner's own range and
+    the raising rounds for what is left."""
     from concurrent.futures import ThreadPoolExecutor
     t0 = time.perf_counter()
     unit = tg.port_bytes_per_s * T
