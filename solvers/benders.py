@@ -140,11 +140,12 @@ def relay_count_rows(m, problem: WiringProblem, ix, x: dict, T: float) -> int:
 
 
 def probe(problem: WiringProblem, ix, cuts: MetricCuts, T: float, deadline: float, params: SolveParams,
-          sym, per_switch: bool, hint: np.ndarray | None = None, case=None):
+          sym, per_switch: bool, hint: np.ndarray | None = None, case=None, labelled: bool = False):
     """Is there a wiring with time <= T? Returns ("infeasible", None, stats), ("found", (counts, time),
     stats) or ("unknown", None, stats) when the deadline came first. `hint` (circuits per pair, e.g. the
     best wiring's) steers CP-SAT's proposals towards its neighbourhood; `case` = (groups, case) restricts
-    it to one case of the two-group split (`solvers.stages.add_case_rows_cpsat`)."""
+    it to one case of the two-group split (`solvers.stages.add_case_rows_cpsat`), `labelled` to its labelled
+    form (only on `solvers.stages.symmetric_relaxation`, with `sym` from the case's labels)."""
     from ortools.sat.python import cp_model
 
     from .ctrl_c import CpsatCtrlC
@@ -157,7 +158,7 @@ def probe(problem: WiringProblem, ix, cuts: MetricCuts, T: float, deadline: floa
     relay_count_rows(m, problem, ix, x, T / (1 - SHADE))
     if case is not None:
         from .stages import add_case_rows_cpsat
-        add_case_rows_cpsat(m, ix.pairs, x, case[0], case[1])
+        add_case_rows_cpsat(m, ix.pairs, x, case[0], case[1], labelled)
     xs = [x[p] for p in ix.pairs]
 
     def add_row(w: np.ndarray, W: float) -> None:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from functools import reduce
+from functools import partial, reduce
 
 import numpy as np
 
@@ -171,17 +171,27 @@ def _topology_rows(problem: WiringProblem, ix: _Index, per_switch: bool):
             yield [(k, 1) for k in by_s.get(s, [])] + [(k, -1) for k in by_s.get(s + 1, [])], ">=", 0
 
 
-def _symmetry_rows(problem: WiringProblem, ix: _Index) -> list[tuple[int, int, int]]:
+def _symmetry_rows(problem: WiringProblem, ix: _Index, labels: list | None = None) -> list[tuple[int, int, int]]:
     """Node-relabelling symmetry-breaking rows (r, a, b): x[r, a] >= x[r, b] (solvers/symmetry.py). Fixed
-    circuits are part of each pair's kind (per switch), so only relabellings that keep them count."""
+    circuits are part of each pair's kind (per switch), so only relabellings that keep them count; so are
+    `labels` (one per accelerator, e.g. the cross degrees a labelled case fixes)."""
     from .symmetry import row_orderings
     fixed_on: dict[tuple[int, int], list] = {}
     for (s, i, j), cnt in sorted(ix.fixed.items()):
         fixed_on.setdefault((i, j), []).append((s, cnt))
     pair_kind = {p: (tuple(ix.on[p]), tuple(fixed_on.get(p, ()))) for p in ix.pairs}
-    rows = row_orderings(problem.traffic.bytes_, pair_kind, [tuple(ix.cap[a]) for a in range(ix.n)])
+    rows = row_orderings(problem.traffic.bytes_, pair_kind,
+                         [(tuple(ix.cap[a]), None if labels is None else labels[a]) for a in range(ix.n)])
     key = lambda i, j: (min(i, j), max(i, j))
     return [(r, a, b) for r, a, b in rows if key(r, a) in pair_kind and key(r, b) in pair_kind]
+
+
+def _labels(ix: _Index, case, labelled: bool) -> list | None:
+    """The accelerators' fixed cross degrees of a labelled case (`solvers.stages.case_labels`), else None."""
+    if case is None or not labelled:
+        return None
+    from .stages import case_labels
+    return case_labels(case[0], case[1], ix.n)
 
 
 def _cluster_rows(problem: WiringProblem, ix: _Index, need_of=None):
@@ -262,7 +272,6 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams(), star
     to its time, one that finds a wiring lowers the answer, one that runs out of its share (half the time
     left) moves the next probe towards the bound. Every probe's answer and bound are in `rounds`."""
     from dataclasses import replace
-    from functools import partial
     if problem.objective != "time" or problem.policy == "direct":
         return _two_stage(problem, params, _solve_milp)
     t0 = time.perf_counter()
@@ -476,10 +485,11 @@ def _layered_routing(prob, ix: _Index, D: np.ndarray, cap: float, lam, lam_lo: f
 
 
 def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool,
-                cutoff: float | None = None, case=None) -> SolveResult:
+                cutoff: float | None = None, case=None, labelled: bool = False) -> SolveResult:
     """One MILP solve; with `cutoff` (the time of a known wiring) the model only admits wirings at least
     that good, which makes the cluster and residual-capacity cuts stronger. `case` = (groups, case of
-    `solvers.stages.add_case_rows`) restricts it to one case of the two-group split."""
+    `solvers.stages.add_case_rows`) restricts it to one case of the two-group split, `labelled` to its
+    labelled form (only on `solvers.stages.symmetric_relaxation`)."""
     import pulp
 
     t0 = time.perf_counter()
@@ -498,7 +508,7 @@ def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool,
         expr = pulp.lpSum(c * y[k] for k, c in terms)
         prob += (expr <= rhs) if sense == "<=" else (expr >= rhs)
     x = {p: pulp.lpSum(y[(s, *p)] for s, _ in ix.on[p]) for p in ix.pairs} if per_switch else y
-    sym = _symmetry_rows(problem, ix)
+    sym = _symmetry_rows(problem, ix, _labels(ix, case, labelled))
     for r, a, b in sym:
         prob += x[(min(r, a), max(r, a))] >= x[(min(r, b), max(r, b))]
     timed = problem.objective == "time"
@@ -513,7 +523,7 @@ def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool,
         ncl += 1
     if case is not None:
         from .stages import add_case_rows
-        add_case_rows(prob, ix.pairs, x, case[0], case[1])
+        add_case_rows(prob, ix.pairs, x, case[0], case[1], labelled)
     lam = prob.add_variable("lam", lam_lo) if timed else None
     if timed and lam_lo and problem.policy != "direct":
         loads, flows, ncut = _layered_routing(prob, ix, D, cap, lam, lam_lo, x)
@@ -658,6 +668,18 @@ def _baseline_start(problem: WiringProblem, params: SolveParams, best: SolveResu
     return best
 
 
+def _injection_cuts(cuts):
+    """`cuts` with the metric rows of every accelerator's injection and ejection cut."""
+    for a in range(cuts.n):
+        inside = np.zeros(cuts.n, dtype=bool)
+        inside[a] = True
+        for lengths in (cuts.cut_set(inside), cuts.cut_set(~inside)):
+            row = cuts.row(lengths)
+            if row is not None:
+                cuts.rows.append(row)
+    return cuts
+
+
 def _metric_probes(problem: WiringProblem, params: SolveParams, t0: float, best: SolveResult,
                    rounds: list[dict], tg=None) -> SolveResult:
     """Bisect between the bound and the best wiring with metric-inequality probes (solvers/benders.py): the
@@ -669,14 +691,7 @@ def _metric_probes(problem: WiringProblem, params: SolveParams, t0: float, best:
     ix = _index(problem)
     sym = _symmetry_rows(problem, ix)
     per_switch = bool(problem.fixed_circuits)
-    cuts = MetricCuts(problem, ix)
-    for a in range(ix.n):                      # injection and ejection of every accelerator
-        inside = np.zeros(ix.n, dtype=bool)
-        inside[a] = True
-        for lengths in (cuts.cut_set(inside), cuts.cut_set(~inside)):
-            row = cuts.row(lengths)
-            if row is not None:
-                cuts.rows.append(row)
+    cuts = _injection_cuts(MetricCuts(problem, ix))
     adj = best.artifact.adjacency()
     xbest = np.array([adj[p] for p in ix.pairs], dtype=np.float64)
     row = cuts.row(cuts.lp_lengths(xbest)[1])
@@ -687,17 +702,27 @@ def _metric_probes(problem: WiringProblem, params: SolveParams, t0: float, best:
     tried = None                 # the best wiring's time when a probe last tried to beat it
     interrupted = False
 
-    def case_probe(case, T: float, seconds: float):
+    def case_probe(case, T: float, seconds: float, on=problem, cuts=cuts, labelled=False):
         adj = best.artifact.adjacency()
-        verdict, found, _ = probe(problem, ix, cuts, T, time.perf_counter() + seconds, params, sym, per_switch,
-                                  np.array([adj[p] for p in ix.pairs]), case=(tg.groups, case))
+        rows = _symmetry_rows(on, ix, _labels(ix, (tg.groups, case), True)) if labelled else sym
+        verdict, found, _ = probe(on, ix, cuts, T, time.perf_counter() + seconds, params, rows, per_switch,
+                                  np.array([adj[p] for p in ix.pairs]), case=(tg.groups, case), labelled=labelled)
         if verdict != "found":
             return verdict, None, None
-        return "found", _finish(problem, "cpsat", best.solver_version, params, time.perf_counter(),
-                                SolveStatus.FEASIBLE, Limit.NONE, _wiring_from(problem, found[0], {}), None,
-                                {"model": "metric-inequality probe, one case of the two-group split"}), None
+        res = _finish(problem, "cpsat", best.solver_version, params, time.perf_counter(), SolveStatus.FEASIBLE,
+                      Limit.NONE, _wiring_from(problem, found[0], {}), None,
+                      {"model": "metric-inequality probe, one case of the two-group split"})
+        if labelled and res.objective > T * (1 + 1e-6):
+            return "relaxed only", None, None
+        return "found", res, None
     if tg is not None:
-        best, bound, interrupted = _case_split(problem, params, t0, tg, best, bound, rounds, "cpsat", case_probe)
+        from .stages import relaxed_first, symmetric_relaxation
+        relaxed = symmetric_relaxation(problem, tg)
+        prober = case_probe
+        if relaxed is not None:
+            prober = relaxed_first(partial(case_probe, on=relaxed, cuts=_injection_cuts(MetricCuts(relaxed, ix)),
+                                           labelled=True), case_probe)
+        best, bound, interrupted = _case_split(problem, params, t0, tg, best, bound, rounds, "cpsat", prober)
     while not interrupted:
         now = time.perf_counter()
         left = params.time_limit_s - (now - t0)

@@ -8,7 +8,8 @@ import pytest
 
 from solvers import exact, wire
 from solvers.bounds import best_bound
-from solvers.stages import case_bound, group_relays, partitions, split_cases, two_groups
+from solvers.stages import (case_bound, case_labels, group_relays, milp_prober, partitions, split_cases,
+                            symmetric_relaxation, two_groups)
 from synth.model import OCSLayout, SolveParams, SolveStatus, TrafficMatrix
 from synth.problem import WiringProblem
 from synth.verify import wiring_violations
@@ -70,6 +71,54 @@ def test_case_split_proves_the_optimum_the_relay_count_cannot(k, ports, pp):
     assert info["cases"] < first["cases"]                      # cases closed above T were not looked at again
     split = split_cases(tg, T, time.perf_counter() + 60)
     assert split.closed and all(c >= 1 for c, _, _ in split.closed)
+
+
+def test_symmetric_relaxation_drops_the_hand_off_and_labels_follow_the_groups():
+    p = pipeline(3, 4, 5e7)
+    tg = two_groups(p)
+    r = symmetric_relaxation(p, tg)
+    t = r.traffic.bytes_
+    assert t[:3, 3:].sum() == 0 and t[3:, :3].sum() == 0 and (t[:3, :3] == p.traffic.bytes_[:3, :3]).all()
+    assert case_labels(tg.groups, (3, (2, 1), (3,)), 6) == [2, 1, 0, 3, 0, 0]
+    cap = p.layout.capacity.copy()
+    cap[0, 0] += 1                              # one accelerator with an extra port on the first switch
+    lay = OCSLayout(cap, p.layout.switch_radix)
+    assert symmetric_relaxation(WiringProblem(p.traffic, lay, 800.0, "time"), tg) is None
+
+
+def test_labelled_probes_never_close_a_case_the_instance_can_reach():
+    """The labelled probe on the relaxation fixes each accelerator's cross degree; it must not lose a case
+    with a wiring: wherever the instance's multiset probe finds one at T, the labelled one finds one too."""
+    from dataclasses import replace
+
+    from solvers.exact import _solve_milp, _two_stage
+    p = pipeline(3, 4, 5e7)
+    tg = two_groups(p)
+    relaxed = symmetric_relaxation(p, tg)
+    T = 0.0067777788888888895 * 1.05
+    params = SolveParams(time_limit_s=30, backend="highs")
+    reached = labelled_closed = 0
+    for c in range(1, 7):
+        for xa in partitions(c, 3, 4):
+            for xb in partitions(c, 3, 4):
+                case = (c, xa, xb)
+                plain = _two_stage(p, params, lambda q, prm, per_switch: _solve_milp(
+                    q, prm, per_switch, cutoff=T, case=(tg.groups, case)))
+                lab = _two_stage(relaxed, params, lambda q, prm, per_switch: _solve_milp(
+                    q, prm, per_switch, cutoff=T, case=(tg.groups, case), labelled=True))
+                assert lab.status != SolveStatus.NO_SOLUTION and plain.status != SolveStatus.NO_SOLUTION
+                if plain.status != SolveStatus.INFEASIBLE:
+                    reached += 1
+                    assert lab.status != SolveStatus.INFEASIBLE, case
+                    assert lab.objective <= plain.objective * (1 + 1e-9)
+                labelled_closed += lab.status == SolveStatus.INFEASIBLE
+    assert reached >= 3 and labelled_closed >= 3            # both kinds occur: the check is not empty
+    # and the prober: the relaxation's wiring scored on the instance, or the instance's own probe after it
+    run = milp_prober(p, tg, replace(params, time_limit_s=30))
+    verdict, res, _ = run((2, (1, 1), (1, 1)), T, 30.0)
+    assert verdict in ("found", "infeasible")
+    if verdict == "found":
+        assert res.objective <= T * (1 + 1e-6) and not wiring_violations(res.artifact)
 
 
 @pytest.mark.parametrize("solver", ["milp", "cpsat"])
