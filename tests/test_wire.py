@@ -424,7 +424,7 @@ def test_symmetry_rows_keep_the_optimum(monkeypatch, objective, fixed):
     p = problem(tp_pp_demand(3, 2, p2p=3e8), 3, objective, fixed_circuits=fixed)
     with_rows = wire(p, "milp", SolveParams(time_limit_s=60, backend="highs"))
     assert with_rows.extra["symmetry_rows"] > 0
-    monkeypatch.setattr(ex, "_symmetry_rows", lambda problem, ix: [])
+    monkeypatch.setattr(ex, "_symmetry_rows", lambda problem, ix, labels=None: [])
     without = wire(p, "milp", SolveParams(time_limit_s=60, backend="highs"))
     assert with_rows.status == without.status == SolveStatus.OPTIMAL
     assert with_rows.objective == pytest.approx(without.objective, rel=1e-6)
