@@ -486,11 +486,10 @@ def _case_rows(pairs: list[tuple[int, int]], x: dict, groups, case, boolean, lab
         return
     c, *xs = case
     yield [(1, x[p]) for p in across], "==", c
-    if labelled:
-        n = 1 + max(max(g) for g in groups)
-        for v, k in enumerate(case_labels(groups, case, n)):
-            if any(v in g for g in groups):
-                yield [(1, x[p]) for p in across if v in p], "==", k
+    if labelled:                  # group g's accelerators take x_g's degrees in order (`case_labels`)
+        for grp, xg in zip(groups, xs):
+            for i, v in enumerate(grp):
+                yield [(1, x[p]) for p in across if v in p], "==", xg[i] if i < len(xg) else 0
         return
     for g, grp in enumerate(groups):
         degs = list(xs[g]) + [0] * (len(grp) - len(xs[g]))
