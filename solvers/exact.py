@@ -276,10 +276,7 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams(), star
         return _two_stage(problem, params, _solve_milp)
     t0 = time.perf_counter()
     tg = _two_groups(problem, params, t0)
-    first = params.time_limit_s * FIRST_SHARE
-    if tg is not None:                # the case split proves more than the plain model's longer first round
-        first = min(first, STAGES_FIRST_S)
-    best = _two_stage(problem, replace(params, time_limit_s=first), _solve_milp)
+    best = _two_stage(problem, replace(params, time_limit_s=_first_s(params, FIRST_SHARE, tg)), _solve_milp)
     rounds = [_round(best, None)]
     if best.limit == Limit.INTERRUPT:        # Ctrl-C in the first round: what it has, or the expander
         if best.objective is None or not np.isfinite(best.objective):
@@ -392,6 +389,13 @@ def _two_groups(problem: WiringProblem, params: SolveParams, t0: float):
         return None
     tg = two_groups(problem)
     return tg if tg is not None and tg.n <= STAGES_MAX_GROUP else None
+
+
+def _first_s(params: SolveParams, share: float, tg) -> float:
+    """The first round's time: `share` of the limit, at most STAGES_FIRST_S when the case split follows
+    (it proves more than the plain model's longer first round)."""
+    first = params.time_limit_s * share
+    return first if tg is None else min(first, STAGES_FIRST_S)
 
 
 def _round(res: SolveResult, probe: float | None) -> dict:
@@ -629,10 +633,7 @@ def solve_cpsat(problem: WiringProblem, params: SolveParams = SolveParams(), sta
         return _two_stage(problem, params, _solve_cpsat)
     t0 = time.perf_counter()
     tg = _two_groups(problem, params, t0)
-    first = params.time_limit_s * CPSAT_FIRST_SHARE
-    if tg is not None:
-        first = min(first, STAGES_FIRST_S)
-    best = _two_stage(problem, replace(params, time_limit_s=first), _solve_cpsat)
+    best = _two_stage(problem, replace(params, time_limit_s=_first_s(params, CPSAT_FIRST_SHARE, tg)), _solve_cpsat)
     say = params.progress or (lambda msg: None)
     say(f"cpsat first round: {best.status.value}" + (f", {best.objective:.6g} s" if best.objective else ""))
     if best.limit == Limit.INTERRUPT and best.artifact is None:
@@ -709,12 +710,9 @@ def _metric_probes(problem: WiringProblem, params: SolveParams, t0: float, best:
                                   np.array([adj[p] for p in ix.pairs]), case=(tg.groups, case), labelled=labelled)
         if verdict != "found":
             return verdict, None, None
-        res = _finish(problem, "cpsat", best.solver_version, params, time.perf_counter(), SolveStatus.FEASIBLE,
-                      Limit.NONE, _wiring_from(problem, found[0], {}), None,
-                      {"model": "metric-inequality probe, one case of the two-group split"})
-        if labelled and res.objective > T * (1 + 1e-6):
-            return "relaxed only", None, None
-        return "found", res, None
+        return "found", _finish(problem, "cpsat", best.solver_version, params, time.perf_counter(),
+                                SolveStatus.FEASIBLE, Limit.NONE, _wiring_from(problem, found[0], {}), None,
+                                {"model": "metric-inequality probe, one case of the two-group split"}), None
     if tg is not None:
         from .stages import relaxed_first, symmetric_relaxation
         relaxed = symmetric_relaxation(problem, tg)

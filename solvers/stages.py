@@ -382,18 +382,18 @@ def case_bound(problem: WiringProblem, tg: TwoGroups, T: float, params, deadline
 
 
 def relaxed_first(labelled, plain):
-    """A case prober (`case_bound`) that asks `labelled` (the labelled probe on `symmetric_relaxation`)
-    first and passes on what it cannot settle: when the relaxation has a wiring at T that the instance's
-    routing does not ("relaxed only"), `plain` (the multiset probe on the instance) gets the time left.
-    "infeasible" and a dual bound from the relaxation hold for the instance. More than C_MAX circuits
-    across ("at least") goes to `plain`."""
+    """A case prober (`case_bound`) that asks `labelled` (the labelled probe on `symmetric_relaxation`, its
+    wiring scored on the instance) first and passes on what it cannot settle: when the relaxation has a
+    wiring at T that the instance's routing does not, `plain` (the multiset probe on the instance) gets the
+    time left. "infeasible" and a dual bound from the relaxation hold for the instance. More than C_MAX
+    circuits across ("at least") goes to `plain`."""
     def run(case, T: float, seconds: float):
         if case[0] == "at least":
             return plain(case, T, seconds)
         end = time.perf_counter() + seconds
         verdict, res, b = labelled(case, T, seconds)
-        left = end - time.perf_counter()
-        if verdict == "relaxed only":
+        if verdict == "found" and res.objective > T * (1 + 1e-6):      # the relaxation's wiring only
+            left = end - time.perf_counter()
             return plain(case, T, left) if left >= 1.0 else ("unknown", None, None)
         return verdict, res, b
     return run
@@ -410,31 +410,21 @@ def milp_prober(problem: WiringProblem, tg: TwoGroups, params):
 
     from .exact import _finish, _solve_milp, _two_stage
 
-    def run(case, T: float, seconds: float):
-        res = _two_stage(problem, replace(params, time_limit_s=seconds),
-                         partial(_solve_milp, cutoff=T, case=(tg.groups, case)))
+    def run(case, T: float, seconds: float, on: WiringProblem = problem, labelled: bool = False):
+        res = _two_stage(on, replace(params, time_limit_s=seconds),
+                         partial(_solve_milp, cutoff=T, case=(tg.groups, case), labelled=labelled))
         if res.status == SolveStatus.INFEASIBLE:
             return "infeasible", None, None
         if res.objective is not None and res.objective <= T * (1 + 1e-6):
+            if on is not problem:          # scored on the relaxation: score it on the instance
+                res = _finish(problem, res.solver, res.solver_version, params, time.perf_counter(),
+                              SolveStatus.FEASIBLE, res.limit, res.artifact, None,
+                              {"model": "labelled case probe, groups apart"})
             return "found", res, None
         return res.status.value, None, res.bound if res.objective is not None else res.extra.get("model_bound_s")
 
     relaxed = symmetric_relaxation(problem, tg)
-    if relaxed is None:
-        return run
-
-    def labelled(case, T: float, seconds: float):
-        res = _two_stage(relaxed, replace(params, time_limit_s=seconds),
-                         partial(_solve_milp, cutoff=T, case=(tg.groups, case), labelled=True))
-        if res.status == SolveStatus.INFEASIBLE:
-            return "infeasible", None, None
-        if res.objective is not None and res.objective <= T * (1 + 1e-6):
-            true = _finish(problem, res.solver, res.solver_version, params, time.perf_counter(),
-                           SolveStatus.FEASIBLE, res.limit, res.artifact, None,
-                           {"model": "labelled case probe, groups apart"})
-            return ("found", true, None) if true.objective <= T * (1 + 1e-6) else ("relaxed only", None, None)
-        return res.status.value, None, res.bound if res.objective is not None else res.extra.get("model_bound_s")
-    return relaxed_first(labelled, run)
+    return run if relaxed is None else relaxed_first(partial(run, on=relaxed, labelled=True), run)
 
 
 def _across(pairs, groups):
