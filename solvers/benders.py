@@ -107,6 +107,19 @@ class MetricCuts:
 RELAY_UNITS = 10 ** 6       # relay-count rows count bytes in units of (one circuit's bytes in T) / this
 
 
+def _lower_hull(table: np.ndarray) -> list[tuple[int, int]]:
+    """The points (k, table[k]) on the lower convex hull, left to right: its edges are rows every point
+    satisfies (the relays' convex envelope, which CP-SAT's LP does not get from an element constraint;
+    without them it cannot see that 9 circuits across llama405b-tp8pp2-16's stages cost too much)."""
+    hull: list[tuple[int, int]] = []
+    for k, t in enumerate(table.tolist()):
+        while len(hull) >= 2 and (hull[-1][1] - hull[-2][1]) * (k - hull[-1][0]) >= \
+                (t - hull[-1][1]) * (hull[-1][0] - hull[-2][0]):
+            hull.pop()
+        hull.append((k, t))
+    return hull
+
+
 def relay_count_rows(m, problem: WiringProblem, ix, x: dict, T: float) -> int:
     """The relay-count rows (solvers/bounds.py) at time T, exact in the integer circuits: for the whole
     fabric and for each demand cluster S, S's internal bytes plus the bytes its pairs cannot send straight
@@ -127,6 +140,10 @@ def relay_count_rows(m, problem: WiringProblem, ix, x: dict, T: float) -> int:
         table = np.floor((np.maximum(0.0, d1 - ks * bt) + np.maximum(0.0, d2 - ks * bt)) / unit).astype(np.int64)
         r = m.NewIntVar(0, int(table[0]), f"relay_{p[0]}_{p[1]}")
         m.AddElement(x[p], table.tolist(), r)
+        hull = _lower_hull(table)
+        for (k1, t1), (k2, t2) in zip(hull, hull[1:]):
+            if t1 > 0:
+                m.Add((k2 - k1) * r >= (k2 - k1) * t1 + (t2 - t1) * (x[p] - k1))
         relay[p] = r
     sets = [(np.ones(ix.n, dtype=bool), 0.0)] + list(demand_clusters(t))
     for k, (inside, _) in enumerate(sets):

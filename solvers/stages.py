@@ -341,9 +341,10 @@ def case_bound(problem: WiringProblem, tg: TwoGroups, T: float, params, deadline
     in them reaches T); each case it leaves open, and more than C_MAX circuits across, gets a
     whole-instance probe at T restricted to it (`prober(case, T, seconds)`; default `milp_prober`), with an
     even share of the time left: "infeasible" closes it, otherwise its dual bound b (when it has one) says
-    the case's wirings take at least min(T, b). A probe that finds a wiring at least as good as T ends it
-    (the caller asks again at the new wiring's time). Returns (bound, result, info): bound = min(T, every
-    open case's), or None (out of time, a case without a dual bound, or a wiring found); result = that
+    the case's wirings take at least min(T, b); a case with neither is passed over (the next ones may still
+    find a wiring). A probe that finds a wiring at least as good as T ends it (the caller asks again at the
+    new wiring's time). Returns (bound, result, info): bound = min(T, every open case's), or None (out of
+    time, a case without a dual bound, or a wiring found); result = that
     wiring, or None. `closed_at` (case -> the time it was closed at) carries closed cases from one call to
     the next (lower T)."""
     prober = prober or milp_prober(problem, tg, params)
@@ -358,7 +359,8 @@ def case_bound(problem: WiringProblem, tg: TwoGroups, T: float, params, deadline
                 group_models=split.models, split_s=round(split.wall_s, 1))
     bound = T
     todo = [case for case in [("at least", C_MAX + 1)] + split.open if closed_at.get(case, 0.0) < T]
-    cases = {}
+    cases: dict = {}
+    unsettled: list = []
     for k, case in enumerate(todo):
         left = deadline - time.perf_counter()
         if left < 1.0:
@@ -374,10 +376,14 @@ def case_bound(problem: WiringProblem, tg: TwoGroups, T: float, params, deadline
             return None, res, info
         cases[str(case)] = verdict if b is None else round(b, 12)
         if b is None:
-            info.update(verdict=f"case {case}: not settled, no bound", cases_probed=cases)
-            return None, None, info
-        bound = min(bound, b)
-    info.update(verdict="bound", bound=bound, cases_probed=cases, wall_s=round(time.perf_counter() - t0, 1))
+            unsettled.append(case)          # no bound from the split; a later case may still find a wiring
+        else:
+            bound = min(bound, b)
+    info.update(cases_probed=cases, wall_s=round(time.perf_counter() - t0, 1))
+    if unsettled:
+        info["verdict"] = f"not settled, no bound: {', '.join(map(str, unsettled))}"
+        return None, None, info
+    info.update(verdict="bound", bound=bound)
     return bound, None, info
 
 

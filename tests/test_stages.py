@@ -73,6 +73,27 @@ def test_case_split_proves_the_optimum_the_relay_count_cannot(k, ports, pp):
     assert split.closed and all(c >= 1 for c, _, _ in split.closed)
 
 
+def test_an_unsettled_case_does_not_stop_the_next_ones():
+    # a probe without a verdict or a bound gives no bound, but the cases after it are still probed: one may
+    # find a better wiring (CP-SAT's probes leave hard cases unsettled where the MILP's close them)
+    p = pipeline(3, 4, 5e7)
+    tg = two_groups(p)
+    opt = 0.0067777788888888895
+    real = milp_prober(p, tg, SolveParams(backend="highs"))
+    asked = []
+
+    def prober(case, T, seconds):
+        asked.append(case)
+        return ("unknown", None, None) if len(asked) <= 2 else real(case, T, seconds)
+    b, found, info = case_bound(p, tg, opt * (1 + 1e-3), SolveParams(backend="highs"), time.perf_counter() + 120,
+                                prober=prober)
+    assert len(asked) >= 3 and found is not None and found.objective <= opt * (1 + 1e-3)
+    b, found, info = case_bound(p, tg, opt * (1 + 1e-3), SolveParams(backend="highs"), time.perf_counter() + 120,
+                                prober=lambda case, T, s: ("unknown", None, None))
+    assert b is None and found is None and info["verdict"].startswith("not settled")
+    assert len(info["cases_probed"]) == info["cases"] - info["closed_by_split"] + 1     # every open case, "at least"
+
+
 def test_symmetric_relaxation_drops_the_hand_off_and_labels_follow_the_groups():
     p = pipeline(3, 4, 5e7)
     tg = two_groups(p)

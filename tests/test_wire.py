@@ -1,5 +1,6 @@
 """One shared suite for every wiring back-end (as PuLP's solver_common): same instances, same assertions."""
 import json
+import time
 
 import networkx as nx
 import numpy as np
@@ -127,6 +128,36 @@ def test_relay_count_rows_keep_every_wiring_that_reaches_t():
     assert status(best.objective * (1 + 1e-9), True) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
     assert status(relay_count_bound(p) * (1 - 1e-6), False) == cp_model.INFEASIBLE
     assert status(relay_count_bound(p) * (1 + 1e-3), False) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+
+
+def test_relay_rows_carry_the_convex_envelope_of_each_pairs_table():
+    # the hull's edges hold at every point of the table (it is floored, so not always convex itself), and the
+    # hull's points are table points
+    from solvers.benders import _lower_hull
+    rng = np.random.default_rng(3)
+    for _ in range(500):
+        table = np.sort(rng.integers(0, 30, rng.integers(1, 9)))[::-1]
+        hull = _lower_hull(table)
+        assert hull[0] == (0, table[0]) and hull[-1] == (len(table) - 1, table[-1])
+        assert all(table[k] == t for k, t in hull)
+        for (k1, t1), (k2, t2) in zip(hull, hull[1:]):
+            assert ((k2 - k1) * table >= (k2 - k1) * t1 + (t2 - t1) * (np.arange(len(table)) - k1)).all()
+    assert _lower_hull(np.array([3, 2, 0, 0])) == [(0, 3), (2, 0), (3, 0)]
+
+
+def test_cpsat_probe_rules_out_many_circuits_between_the_stages():
+    # the relay rows' envelope lets CP-SAT's LP see that 9 or more circuits between llama405b-tp8pp2-16's stages
+    # leave each TP group too few ports (the MILP sees it from its own rows); with the element constraints
+    # alone this probe made no proposal and no verdict in 300 s
+    from solvers.benders import MetricCuts, probe
+    from solvers.exact import _index, _injection_cuts, _symmetry_rows
+    from solvers.stages import two_groups
+    from synth.bench import suite_problem
+    p = suite_problem({"source": "instances/decode/llama405b-tp8pp2-16.toml", "objective": "time"})
+    ix = _index(p)
+    verdict, _, stats = probe(p, ix, _injection_cuts(MetricCuts(p, ix)), 0.00279637, time.perf_counter() + 60,
+                              SolveParams(), _symmetry_rows(p, ix), False, case=(two_groups(p).groups, ("at least", 9)))
+    assert verdict == "infeasible" and stats["proposals"] == 0
 
 
 def test_time_limit_with_a_solution_is_feasible_not_optimal():
