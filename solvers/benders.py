@@ -125,8 +125,8 @@ def relay_count_rows(m, problem: WiringProblem, ix, x: dict, T: float) -> int:
     fabric and for each demand cluster S, S's internal bytes plus the bytes its pairs cannot send straight
     (max(0, bytes - x B T) each way, looked up by x) fit in two directions of S's internal and crossing
     circuits; the whole fabric's row also counts `node_excess` (relay capacity the accelerators that receive
-    more than they send cannot lend). Bytes are counted in whole units rounded down, so the rows stay
-    valid. Returns how many."""
+    more than they send cannot lend). Each pair's table also gives the edges of its lower convex hull as rows
+    (`_lower_hull`). Bytes are counted in whole units rounded down, so the rows stay valid. Returns how many."""
     from .bounds import demand_clusters, node_excess
     t = problem.traffic.bytes_
     bt = problem.port_bytes_per_s * T
