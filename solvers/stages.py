@@ -344,9 +344,8 @@ def case_bound(problem: WiringProblem, tg: TwoGroups, T: float, params, deadline
     the case's wirings take at least min(T, b); a case with neither is passed over (the next ones may still
     find a wiring). A probe that finds a wiring at least as good as T ends it (the caller asks again at the
     new wiring's time). Returns (bound, result, info): bound = min(T, every open case's), or None (out of
-    time, a case without a dual bound, or a wiring found); result = that
-    wiring, or None. `closed_at` (case -> the time it was closed at) carries closed cases from one call to
-    the next (lower T)."""
+    time, a case without a dual bound, or a wiring found); result = that wiring, or None. `closed_at`
+    (case -> the time it was closed at) carries closed cases from one call to the next (lower T)."""
     prober = prober or milp_prober(problem, tg, params)
     t0 = time.perf_counter()
     info: dict = {"T": T}
@@ -482,10 +481,10 @@ def _case_rows(pairs: list[tuple[int, int]], x: dict, groups, case, boolean, lab
         return
     c, *xs = case
     yield [(1, x[p]) for p in across], "==", c
-    if labelled:                  # group g's accelerators take x_g's degrees in order (`case_labels`)
-        for grp, xg in zip(groups, xs):
-            for i, v in enumerate(grp):
-                yield [(1, x[p]) for p in across if v in p], "==", xg[i] if i < len(xg) else 0
+    if labelled:
+        labels = case_labels(groups, case, max(max(g) for g in groups) + 1)
+        for v in (v for grp in groups for v in grp):
+            yield [(1, x[p]) for p in across if v in p], "==", labels[v]
         return
     for g, grp in enumerate(groups):
         degs = list(xs[g]) + [0] * (len(grp) - len(xs[g]))
