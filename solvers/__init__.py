@@ -89,7 +89,7 @@ def baseline(problem: WiringProblem, name: str, params: SolveParams = SolveParam
 def _lp_round(problem: WiringProblem, params: SolveParams) -> Wiring:
     """Round the LP relaxation's fractional circuits to a degree-feasible multigraph that colours."""
     from .bounds import lp_relaxation_solution
-    sol = lp_relaxation_solution(problem)
+    sol = lp_relaxation_solution(problem.as_time() if problem.objective == "phases" else problem)
     if sol is None:
         return baselines.expander(problem.layout, params.seed)
     pairs_idx, xfrac = sol
@@ -200,7 +200,7 @@ def identical_groups(problem: WiringProblem) -> list[np.ndarray] | None:
     carry the same demand matrix (in accelerator order) and the same port layout: parallel groups (TP or
     DP replicas) that can be wired once and replicated. None otherwise."""
     from scipy.sparse.csgraph import connected_components
-    t = problem.traffic.bytes_
+    t = problem.demand_colours()      # every phase's demand must repeat, not just the total
     if problem.fixed_circuits:
         return None
     k, label = connected_components((t + t.T) > 0, directed=False)
@@ -218,14 +218,12 @@ def identical_groups(problem: WiringProblem) -> list[np.ndarray] | None:
 
 def _replicated(problem: WiringProblem, solver: str, params: SolveParams, groups: list[np.ndarray]) -> SolveResult | None:
     """Wire one group and copy its circuits (same switches and ports) onto every other group."""
-    from synth.model import Circuit, OCSLayout, TrafficMatrix
+    from synth.model import Circuit, OCSLayout
     from synth.verify import wiring_violations
     t0 = time.perf_counter()
     g0 = groups[0]
     lay = problem.layout
-    sub = WiringProblem(TrafficMatrix(problem.traffic.bytes_[np.ix_(g0, g0)]),
-                        OCSLayout(lay.switch_of_port[g0], lay.switch_radix), problem.port_bandwidth_gbps,
-                        problem.objective, problem.policy, (), problem.link_latency_us, problem.name)
+    sub = problem.restricted(g0, OCSLayout(lay.switch_of_port[g0], lay.switch_radix))
     res = wire(sub, solver, params)
     if res.artifact is None:
         return None
@@ -282,6 +280,8 @@ def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = Sol
                 return res
     if solver == "auto":
         solver = "milp" if problem.accelerators <= 16 else "search"
+    # what the structure-based starts read: the step's bytes at once (phases: their weighted sum)
+    shape = problem.as_time() if problem.objective == "phases" else problem
     coupled = None
     if solver not in BASELINES:
         from .coupled import coupled_groups, coupled_start
@@ -320,7 +320,7 @@ def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = Sol
         # the LP relaxation's rounding up to LP_BOUND_MAX accelerators, beyond it the relay count's integer
         # allocation where it gives pairs several circuits (heavy pairs), else the expander; circuits that a
         # pair has several of are pinned, as the hop proxy would move them away
-        heavy = heavy_pairs(problem, params.seed, HUB_TRIES) if problem.accelerators > LP_BOUND_MAX else None
+        heavy = heavy_pairs(shape, params.seed, HUB_TRIES) if problem.accelerators > LP_BOUND_MAX else None
         if heavy is not None:
             start, pinned, how = heavy[0], heavy[1], "heavy pairs"
         else:
@@ -343,7 +343,7 @@ def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = Sol
         hubs = relay_hubs(problem.traffic.bytes_, problem.layout, params.seed, HUB_TRIES)
         hub_score = None if hubs is None else \
             problem.score(hubs, "best", max(2.0, HUB_SHARE_S * params.time_limit_s))
-        heavy = heavy_pairs(problem, params.seed, HUB_TRIES)
+        heavy = heavy_pairs(shape, params.seed, HUB_TRIES)
         if heavy is not None:
             cands["heavy pairs"] = heavy[0]
         if start is not None:

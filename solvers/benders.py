@@ -58,13 +58,13 @@ class MetricCuts:
             np.minimum(d, d[:, k, None] + d[None, k, :], out=d)
         return d
 
-    def row(self, arc_length: np.ndarray) -> tuple[np.ndarray, float] | None:
-        """The row of a length function on ix.arcs (any scale, >= 0): integer pair weights (ix.pairs order)
-        and W. None when the lengths are all zero."""
+    def row(self, arc_length: np.ndarray, scale: int = LENGTH_SCALE) -> tuple[np.ndarray, float] | None:
+        """The row of a length function on ix.arcs (any scale, >= 0): integer pair weights (ix.pairs order;
+        the longest arc gets `scale`) and W. None when the lengths are all zero."""
         top = float(arc_length.max(initial=0.0))
         if top <= 0:
             return None
-        w_arc = np.floor(arc_length / top * LENGTH_SCALE).astype(np.int64)
+        w_arc = np.floor(arc_length / top * scale).astype(np.int64)
         d = self._dist(w_arc)
         mask = self.D > 0
         if (d[mask] >= np.int64(1) << 59).any():
@@ -156,6 +156,16 @@ def relay_count_rows(m, problem: WiringProblem, ix, x: dict, T: float) -> int:
     return len(sets)
 
 
+def exclude(m, xs: list, vals: np.ndarray) -> None:
+    """A no-good row: CP-SAT variables `xs` take some value other than `vals`."""
+    lits = []
+    for i, v in enumerate(vals):
+        b = m.NewBoolVar("")
+        m.Add(xs[i] != int(v)).OnlyEnforceIf(b)
+        lits.append(b)
+    m.AddBoolOr(lits)
+
+
 def probe(problem: WiringProblem, ix, cuts: MetricCuts, T: float, deadline: float, params: SolveParams,
           sym, per_switch: bool, hint: np.ndarray | None = None, case=None, labelled: bool = False):
     """Is there a wiring with time <= T? Returns ("infeasible", None, stats), ("found", (counts, time),
@@ -183,12 +193,7 @@ def probe(problem: WiringProblem, ix, cuts: MetricCuts, T: float, deadline: floa
         m.Add(sum(int(w[i]) * xs[i] for i in nz) >= cuts.rhs(W, lam))
 
     def no_good(vals: np.ndarray) -> None:
-        lits = []
-        for i, v in enumerate(vals):
-            b = m.NewBoolVar("")
-            m.Add(xs[i] != int(v)).OnlyEnforceIf(b)
-            lits.append(b)
-        m.AddBoolOr(lits)
+        exclude(m, xs, vals)
 
     for w, W in cuts.rows:
         add_row(w, W)

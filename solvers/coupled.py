@@ -28,7 +28,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from synth.model import Circuit, OCSLayout, SolveParams, SolveResult, TrafficMatrix, Wiring
+from synth.model import Circuit, OCSLayout, SolveParams, SolveResult, Wiring
 from synth.problem import WiringProblem
 
 MAX_LEVELS = 32     # demand levels tried when looking for the groups
@@ -133,10 +133,8 @@ def coupled_start(problem: WiringProblem, solver: str, params: SolveParams, grou
     t = problem.traffic.bytes_
     lay = problem.layout
     g0 = groups[0]
-    sub_full = WiringProblem(TrafficMatrix(t[np.ix_(g0, g0)]), OCSLayout(lay.switch_of_port[g0], lay.switch_radix),
-                             problem.port_bandwidth_gbps, problem.objective, problem.policy, (),
-                             problem.link_latency_us, problem.name)
-    T = best_bound(sub_full, lp=False)[0] if problem.objective == "time" else 0.0
+    sub_full = problem.restricted(g0, OCSLayout(lay.switch_of_port[g0], lay.switch_radix))
+    T = best_bound(sub_full.as_time(), lp=False)[0] if problem.objective != "hops" else 0.0
     bt = problem.port_bytes_per_s * T if T > 0 else float("inf")
     M = _crossing(t, groups)
     held, h = _held_ports(problem, groups, M, bt)

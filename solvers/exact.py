@@ -180,7 +180,7 @@ def _symmetry_rows(problem: WiringProblem, ix: _Index, labels: list | None = Non
     for (s, i, j), cnt in sorted(ix.fixed.items()):
         fixed_on.setdefault((i, j), []).append((s, cnt))
     pair_kind = {p: (tuple(ix.on[p]), tuple(fixed_on.get(p, ()))) for p in ix.pairs}
-    rows = row_orderings(problem.traffic.bytes_, pair_kind,
+    rows = row_orderings(problem.demand_colours(), pair_kind,
                          [(tuple(ix.cap[a]), None if labels is None else labels[a]) for a in range(ix.n)])
     key = lambda i, j: (min(i, j), max(i, j))
     return [(r, a, b) for r, a, b in rows if key(r, a) in pair_kind and key(r, b) in pair_kind]
@@ -272,6 +272,9 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams(), star
     to its time, one that finds a wiring lowers the answer, one that runs out of its share (half the time
     left) moves the next probe towards the bound. Every probe's answer and bound are in `rounds`."""
     from dataclasses import replace
+    if problem.objective == "phases":
+        from .phased import solve_milp_phases
+        return _two_stage(problem, params, solve_milp_phases)
     if problem.objective != "time" or problem.policy == "direct":
         return _two_stage(problem, params, _solve_milp)
     t0 = time.perf_counter()
@@ -418,15 +421,18 @@ def _combined(problem: WiringProblem, params: SolveParams, t0: float, best: Solv
                        best.artifact.with_meta(solve=sv), extra={**best.extra, "rounds": rounds})
 
 
-def _source_routing(prob, problem: WiringProblem, ix: _Index, D: np.ndarray, lam):
+def _source_routing(prob, problem: WiringProblem, ix: _Index, D: np.ndarray, lam, prefix: str = ""):
     """Flows aggregated by source, conserved at every accelerator (scaled by lam when timed). Returns the
-    load terms of every arc and all flow variables."""
+    load terms of every arc and all flow variables (named with `prefix`, e.g. one per phase)."""
     import pulp
     keys, out_k, inn_k = _flow_keys(problem, ix)
-    f = {key: prob.add_variable("f_%d_%d_%d" % key, 0) for key in keys}
-    out = {kv: [f[key] for key in ks] for kv, ks in out_k.items()}
-    inn = {kv: [f[key] for key in ks] for kv, ks in inn_k.items()}
+    keys = [key for key in keys if D[key[0]].sum() > 0]
+    f = {key: prob.add_variable(prefix + "f_%d_%d_%d" % key, 0) for key in keys}
+    out = {kv: [f[key] for key in ks if key in f] for kv, ks in out_k.items()}
+    inn = {kv: [f[key] for key in ks if key in f] for kv, ks in inn_k.items()}
     for k in ix.srcs:
+        if D[k].sum() <= 0:
+            continue
         for v_ in range(ix.n):
             if problem.policy == "direct" and v_ != k and D[k, v_] == 0:
                 continue
@@ -488,6 +494,47 @@ def _layered_routing(prob, ix: _Index, D: np.ndarray, cap: float, lam, lam_lo: f
     return loads, flows, ncut
 
 
+def milp_backend(params: SolveParams) -> str:
+    """The PuLP back-end `params.backend` asks for: HiGHS unless CBC is asked or HiGHS is missing."""
+    import pulp
+    backend = params.backend if params.backend in ("cbc", "highs") else "highs"
+    return "cbc" if backend == "highs" and not pulp.HiGHS().available() else backend
+
+
+def pulp_topology(prob, problem: WiringProblem, ix: _Index, per_switch: bool, sym, need_of=None):
+    """The circuit variables and rows of the MILPs: (y, x per pair, cluster rows added)."""
+    import pulp
+    y = {key: prob.add_variable(name, lo, hi, cat="Integer")
+         for key, (name, lo, hi) in _topology_vars(ix, per_switch).items()}
+    for terms, sense, rhs in _topology_rows(problem, ix, per_switch):
+        expr = pulp.lpSum(c * y[k] for k, c in terms)
+        prob += (expr <= rhs) if sense == "<=" else (expr >= rhs)
+    x = {p: pulp.lpSum(y[(s, *p)] for s, _ in ix.on[p]) for p in ix.pairs} if per_switch else y
+    for r, a, b in sym:
+        prob += x[(min(r, a), max(r, a))] >= x[(min(r, b), max(r, b))]
+    ncl = 0
+    for terms, sense, rhs in _cluster_rows(problem, ix, need_of):
+        expr = pulp.lpSum(c * x[k] for k, c in terms)
+        prob += (expr <= rhs) if sense == "<=" else (expr >= rhs)
+        ncl += 1
+    return y, x, ncl
+
+
+def pulp_solver(backend: str, params: SolveParams, ctrl_c: HighsCtrlC, time_limit_s: float):
+    """The PuLP solver object: HiGHS with Ctrl-C callbacks, or CBC."""
+    import pulp
+    if backend == "highs":
+        import highspy
+        kinds = highspy.cb.HighsCallbackType
+        from .highs import threads
+        return pulp.HiGHS(msg=False, timeLimit=time_limit_s, threads=threads(params.threads),
+                          gapRel=params.rel_gap, random_seed=params.seed, callbackTuple=(ctrl_c.callback, None),
+                          callbacksToActivate=[kinds.kCallbackMipInterrupt, kinds.kCallbackSimplexInterrupt,
+                                               kinds.kCallbackIpmInterrupt])
+    return pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit_s, threads=params.threads,
+                             gapRel=params.rel_gap, options=[f"randomSeed {params.seed + 1}"])
+
+
 def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool,
                 cutoff: float | None = None, case=None, labelled: bool = False) -> SolveResult:
     """One MILP solve; with `cutoff` (the time of a known wiring) the model only admits wirings at least
@@ -497,34 +544,20 @@ def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool,
     import pulp
 
     t0 = time.perf_counter()
-    backend = params.backend if params.backend in ("cbc", "highs") else "highs"
-    if backend == "highs" and not pulp.HiGHS().available():
-        backend = "cbc"
+    backend = milp_backend(params)
     ix = _index(problem)
     t = problem.traffic.bytes_
     scale = float(t.max())
     D = t / scale
     cap = problem.port_bytes_per_s / scale
     prob = pulp.LpProblem("wiring", pulp.LpMaximize if problem.objective == "time" else pulp.LpMinimize)
-    y = {key: prob.add_variable(name, lo, hi, cat="Integer")
-         for key, (name, lo, hi) in _topology_vars(ix, per_switch).items()}
-    for terms, sense, rhs in _topology_rows(problem, ix, per_switch):
-        expr = pulp.lpSum(c * y[k] for k, c in terms)
-        prob += (expr <= rhs) if sense == "<=" else (expr >= rhs)
-    x = {p: pulp.lpSum(y[(s, *p)] for s, _ in ix.on[p]) for p in ix.pairs} if per_switch else y
     sym = _symmetry_rows(problem, ix, _labels(ix, case, labelled))
-    for r, a, b in sym:
-        prob += x[(min(r, a), max(r, a))] >= x[(min(r, b), max(r, b))]
     timed = problem.objective == "time"
     # only wirings at least as good as the cutoff (shaved so the cutoff's own wiring stays inside)
     lam_lo = (1 - 1e-7) / cutoff if (timed and cutoff) else 0.0
     # circuits a cut needs at lam >= lam_lo (each carries cap per unit of 1 / lam)
     need_of = (lambda b: math.ceil(lam_lo * b / scale / cap * (1 - 1e-9))) if lam_lo else None
-    ncl = 0
-    for terms, sense, rhs in _cluster_rows(problem, ix, need_of):
-        expr = pulp.lpSum(c * x[k] for k, c in terms)
-        prob += (expr <= rhs) if sense == "<=" else (expr >= rhs)
-        ncl += 1
+    y, x, ncl = pulp_topology(prob, problem, ix, per_switch, sym, need_of)
     if case is not None:
         from .stages import add_case_rows
         add_case_rows(prob, ix.pairs, x, case[0], case[1], labelled)
@@ -545,17 +578,7 @@ def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool,
         prob += pulp.lpSum(flows) >= lb / scale * (1 - 1e-9)
         prob += pulp.lpSum(flows)
     ctrl_c = HighsCtrlC()
-    if backend == "highs":
-        import highspy
-        kinds = highspy.cb.HighsCallbackType
-        from .highs import threads
-        solver = pulp.HiGHS(msg=False, timeLimit=params.time_limit_s, threads=threads(params.threads),
-                            gapRel=params.rel_gap, random_seed=params.seed, callbackTuple=(ctrl_c.callback, None),
-                            callbacksToActivate=[kinds.kCallbackMipInterrupt, kinds.kCallbackSimplexInterrupt,
-                                                 kinds.kCallbackIpmInterrupt])
-    else:
-        solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=params.time_limit_s, threads=params.threads,
-                                   gapRel=params.rel_gap, options=[f"randomSeed {params.seed + 1}"])
+    solver = pulp_solver(backend, params, ctrl_c, params.time_limit_s)
     try:
         with _quiet_stdout(), ctrl_c:
             prob.solve(solver)
@@ -629,6 +652,9 @@ def solve_cpsat(problem: WiringProblem, params: SolveParams = SolveParams(), sta
     metric-inequality decomposition (solvers/benders.py), where CP-SAT decides circuits and an LP routes,
     prove bounds and find better wirings, bisecting like the MILP's probes."""
     from dataclasses import replace
+    if problem.objective == "phases":
+        from .phased import solve_cpsat_phases
+        return _two_stage(problem, params, solve_cpsat_phases)
     if problem.objective != "time" or problem.policy == "direct":
         return _two_stage(problem, params, _solve_cpsat)
     t0 = time.perf_counter()

@@ -104,33 +104,51 @@ def main(ctx: click.Context, debug: bool) -> None:
 @click.argument("source", type=click.Path(dir_okay=False, path_type=str))
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=str),
               help="Write the matrix to FILE.npy or FILE.csv (src,dst,bytes rows).")
+@click.option("--phases", "phases_out", type=click.Path(dir_okay=False, path_type=str),
+              help="Write the step's phases to FILE.toml (one .npy matrix per phase beside it), for "
+                   "`wire --objective phases`.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--top", default=10, show_default=True, type=click.IntRange(0), help="Largest entries shown.")
 @click.option("--context", "context_tokens", type=click.IntRange(1), help="Context length (instance only).")
 @set_option
 @handles_errors
-def traffic(source: str, output: str | None, as_json: bool, top: int, context_tokens: int | None,
-            sets: tuple[str, ...]) -> None:
-    """Summarize the traffic of one decode step of an INSTANCE (.toml), or of a raw matrix (.npy/.csv).
+def traffic(source: str, output: str | None, phases_out: str | None, as_json: bool, top: int,
+            context_tokens: int | None, sets: tuple[str, ...]) -> None:
+    """Summarize the traffic of one decode step of an INSTANCE (.toml), of a raw matrix (.npy/.csv) or of a
+    phases file.
 
-    Prints accelerators, total bytes per step, bytes per collective kind, the largest entries and the
-    peers per accelerator (the fewest ports a direct-only wiring would need).
+    Prints accelerators, total bytes per step, bytes per collective kind (per phase: bytes per execution
+    and executions per step), the largest entries and the peers per accelerator (the fewest ports a
+    direct-only wiring would need).
     """
-    from .formats import check_output_path, load_traffic, save_traffic
-    if output:
-        check_output_path(output)
-    if source.endswith(".toml"):
+    from .formats import check_output_path, is_phases_file, load_phases, load_traffic, save_phases, save_traffic
+    from .model import phases_traffic
+    for out in (output, phases_out):
+        if out:
+            check_output_path(out)
+    if phases_out and not phases_out.endswith(".toml"):
+        raise InvalidInput("a phases file ends in .toml", field="--phases", source=phases_out)
+    phases: tuple = ()
+    if source.endswith(".toml") and not is_phases_file(source):
         from .instance import load_instance
-        from .workload import build_workload
+        from .workload import build_workload, step_phases
         overrides = parse_sets(sets)
         if context_tokens:
             overrides["workload.context_tokens"] = context_tokens
         wl = build_workload(load_instance(source, overrides))
         tm, summary = wl.traffic, wl.summary(top)
+        phases = step_phases(wl)
     else:
         if sets or context_tokens:
             raise InvalidInput("--set and --context apply to instance files only", field="--set", source=source)
-        tm = load_traffic(source)
+        if is_phases_file(source):
+            name, phases = load_phases(source)
+            try:
+                tm = phases_traffic(phases, name)
+            except InvalidInput as exc:
+                raise exc.located(source) from None
+        else:
+            tm = load_traffic(source)
         nz = tm.row_nonzeros()
         summary = {"source": source, "accelerators": tm.accelerators, "total_bytes": tm.total_bytes,
                    "bytes_by_kind": tm.kind_totals() or {"traffic": tm.total_bytes},
@@ -138,9 +156,18 @@ def traffic(source: str, output: str | None, as_json: bool, top: int, context_to
                    "max_row_bytes": float(tm.bytes_.sum(axis=1).max()),
                    "nonzeros": int(((tm.bytes_) > 0).sum()),
                    "largest": [{"src": i, "dst": j, "bytes": b} for i, j, b in tm.largest(top)]}
+    if phases:
+        summary["phases"] = [{"name": p.name, "bytes_per_execution": float(p.bytes_.sum()), "executions": p.weight}
+                             for p in phases]
+    elif phases_out:
+        raise InvalidInput("a single matrix has no phases (an instance or a phases file has)", field="--phases",
+                           source=source)
     if output:
         save_traffic(tm, output)
         summary["written"] = output
+    if phases_out:
+        save_phases(phases, phases_out, tm.name)
+        summary["phases_written"] = phases_out
     if as_json:
         echo_json(summary)
         return
@@ -154,12 +181,16 @@ def traffic(source: str, output: str | None, as_json: bool, top: int, context_to
     for key in ("context_tokens", "kvp", "batch_per_accelerator", "sequences_per_step"):
         if key in summary:
             click.echo(f"{key.replace('_', ' '):<24}{summary[key]}")
+    for p in summary.get("phases", []):
+        click.echo(f"  phase {p['name']}: {human_bytes(p['bytes_per_execution'])} x {p['executions']:g} per step")
     if summary["largest"]:
         click.echo("largest entries")
         for e in summary["largest"]:
             click.echo(f"  {e['src']:>5} -> {e['dst']:<5} {human_bytes(e['bytes'])}")
     if output:
         click.echo(f"wrote {output}")
+    if phases_out:
+        click.echo(f"wrote {phases_out}")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -388,18 +419,22 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
                     objective: str, policy: str, fixed: str | None, sets: tuple[str, ...],
                     context_tokens: int | None):
     """The wiring problem of an instance (its decode traffic) or of a raw matrix (+ hardware options)."""
-    from .formats import load_traffic, load_wiring
-    from .model import OCSLayout
+    from .formats import is_phases_file, load_phases, load_traffic, load_wiring
+    from .model import OCSLayout, phases_traffic
     from .problem import WiringProblem
     fixed_circuits: tuple = ()
-    if source.endswith(".toml"):
+    phases: tuple = ()
+    raw_phases = is_phases_file(source)
+    if source.endswith(".toml") and not raw_phases:
         for opt, val in (("--ports", ports), ("--port-bandwidth-gbps", bandwidth), ("--switch-radix", radix)):
             if val is not None:
                 raise InvalidInput(f"{opt} describes the hardware of a raw matrix; set it in the instance "
                                    "(or with --set)", field=opt, source=source)
-        from .workload import build_workload
+        from .workload import build_workload, step_phases
         inst = _load_instance_opts(source, sets, context_tokens)
-        traffic = build_workload(inst).traffic
+        wl = build_workload(inst)
+        traffic = wl.traffic
+        phases = step_phases(wl) if objective == "phases" else ()
         layout, bw, lat, name, summary = (inst.ocs_layout(), inst.hardware.port_bandwidth_gbps,
                                           inst.hardware.link_latency_us, inst.name, inst.summary())
     else:
@@ -415,7 +450,18 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
         if radix is not None and radix < 2:
             raise InvalidInput(f"a switch of radix {radix} cannot host a circuit (needs >= 2)",
                                field="--switch-radix")
-        traffic = load_traffic(source)
+        if raw_phases:
+            name, phases = load_phases(source)
+            try:
+                traffic = phases_traffic(phases, name)
+            except InvalidInput as exc:
+                raise exc.located(source) from None
+            phases = phases if objective == "phases" else ()
+        elif objective == "phases":
+            raise InvalidInput("a single matrix has no phases: give a phases file (format = "
+                               "\"ocs-synth/phases\") or an instance", field="--objective", source=source)
+        else:
+            traffic = load_traffic(source)
         layout = OCSLayout.uniform(traffic.accelerators, ports, radix)
         bw, lat, name = bandwidth, 0.0, os.path.basename(source)
         summary = {"name": name, "path": source, "accelerators": traffic.accelerators, "ports": ports,
@@ -427,7 +473,7 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
                                f"{traffic.accelerators} x {layout.ports}", field="accelerators", source=fixed)
         fixed_circuits = fw.circuits
     try:
-        return WiringProblem(traffic, layout, bw, objective, policy, fixed_circuits, lat, name, summary)
+        return WiringProblem(traffic, layout, bw, objective, policy, fixed_circuits, lat, name, summary, phases)
     except InvalidInput as exc:
         raise exc.located(source) from None
 
@@ -441,8 +487,10 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
                                  "greedy"]), help="Optimization back-end or baseline.")
 @click.option("--backend", default="auto", show_default=True, type=click.Choice(["auto", "highs", "cbc"]),
               help="MILP back-end.")
-@click.option("--objective", default="time", show_default=True, type=click.Choice(["time", "hops"]),
-              help="time: communication time of the step; hops: hop-weighted bytes.")
+@click.option("--objective", default="time", show_default=True, type=click.Choice(["time", "hops", "phases"]),
+              help="time: the step's bytes at once, the busiest circuit; hops: hop-weighted bytes; phases: the "
+                   "step's phases (TP all-reduce, EP dispatch, ...) one after another, each routed alone, weighted "
+                   "by its executions per step (an instance, or a phases file).")
 @click.option("--policy", default="multihop", show_default=True, type=click.Choice(["multihop", "direct"]),
               help="direct: every demand on its own circuits, no forwarding.")
 @click.option("--time-limit", "time_limit", default=60.0, show_default=True, type=float, help="Seconds.")
@@ -450,9 +498,11 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
 @click.option("--max-moves", "max_moves", type=int,
               help="Stop the local search after this many moves instead of at the clock: the same seed then "
                    "gives the same wiring on any machine (unless the time limit comes first).")
-@click.option("--ports", type=int, help="Raw matrix: OCS ports per accelerator.")
-@click.option("--port-bandwidth-gbps", "bandwidth", type=float, help="Raw matrix: Gbit/s per port and direction.")
-@click.option("--switch-radix", "radix", type=int, help="Raw matrix: ports per OCS (default: accelerators).")
+@click.option("--ports", type=int, help="Raw matrix or phases file: OCS ports per accelerator.")
+@click.option("--port-bandwidth-gbps", "bandwidth", type=float,
+              help="Raw matrix or phases file: Gbit/s per port and direction.")
+@click.option("--switch-radix", "radix", type=int,
+              help="Raw matrix or phases file: ports per OCS (default: accelerators).")
 @click.option("--fixed", type=click.Path(dir_okay=False, path_type=str),
               help="Wiring file whose circuits must be kept (milp / cpsat).")
 @click.option("--xconnect", "xconnect_dir", type=click.Path(file_okay=False, path_type=str),
@@ -466,8 +516,9 @@ def wire(source: str, output: str, solver: str, backend: str, objective: str, po
          seed: int, max_moves: int | None, ports: int | None, bandwidth: float | None, radix: int | None, fixed: str | None,
          xconnect_dir: str | None, with_baselines: bool, context_tokens: int | None, sets: tuple[str, ...],
          as_json: bool) -> None:
-    """Choose the OCS circuits for an INSTANCE (.toml) or a raw traffic matrix (.npy/.csv) and write the
-    wiring file (with its solve block: status, objective, bound, gap). The wiring is verified before it is
+    """Choose the OCS circuits for an INSTANCE (.toml), a raw traffic matrix (.npy/.csv) or a phases file
+    (.toml with format = "ocs-synth/phases", as `ocs-synth traffic --phases` writes) and write the wiring
+    file (with its solve block: status, objective, bound, gap). The wiring is verified before it is
     written."""
     from solvers import BASELINES, wire as run
     from .formats import check_output_path, save_wiring, write_xconnect
@@ -510,7 +561,7 @@ def wire(source: str, output: str, solver: str, backend: str, objective: str, po
     if as_json:
         echo_json(block)
         return
-    unit = "s" if objective == "time" else "byte-hops"
+    unit = "byte-hops" if objective == "hops" else "s"
     click.echo(f"{res.solver}: {res.status.value} ({res.limit.value} limit), objective {res.objective:.6g} {unit}, "
                f"bound {res.bound:.6g}, gap {100 * (res.gap or 0):.2f}%, {res.wall_s:.1f} s")
     click.echo(f"  {len(res.artifact.circuits)} circuits on {res.artifact.layout.switches} switches, routing "

@@ -1,5 +1,5 @@
-"""File formats: traffic matrices (.npy, CSV), wiring files (JSON), OCS cross-connect tables (CSV), and
-atomic writes. Every reader names the file and the field in its errors; every writer writes a temporary
+"""File formats: traffic matrices (.npy, CSV), a step's phases (TOML listing one matrix per phase), wiring
+files (JSON), OCS cross-connect tables (CSV), and atomic writes. Every reader names the file and the field in its errors; every writer writes a temporary
 file beside the target and renames it, so a crash never leaves a half-written file.
 """
 from __future__ import annotations
@@ -16,10 +16,12 @@ from typing import Any, Mapping
 import numpy as np
 
 from .errors import InvalidInput
-from .model import Circuit, OCSLayout, TrafficMatrix, Wiring
+from .model import Circuit, OCSLayout, TrafficMatrix, TrafficPhase, Wiring
 
 WIRING_FORMAT = "ocs-synth/wiring"
 WIRING_VERSION = 1
+PHASES_FORMAT = "ocs-synth/phases"
+PHASE_KEYS = ("name", "matrix", "weight")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -194,6 +196,90 @@ def save_traffic(tm: TrafficMatrix, path: str | os.PathLike) -> str:
             lines.append(f"{last},0,0.0")
         return atomic_write(path, "\n".join(lines) + "\n")
     raise InvalidInput("unknown traffic format (expected .npy or .csv)", source=path)
+
+
+def is_phases_file(path: str | os.PathLike) -> bool:
+    """Is this TOML file a phases file (format = "ocs-synth/phases"), not an instance?"""
+    import tomllib
+    if not os.fspath(path).endswith(".toml"):
+        return False
+    try:
+        return tomllib.loads(read_text(path)).get("format") == PHASES_FORMAT
+    except tomllib.TOMLDecodeError:
+        return False                  # the instance reader reports it
+
+
+def load_phases(path: str | os.PathLike) -> tuple[str, tuple[TrafficPhase, ...]]:
+    """Read a phases file: (name, phases). TOML with `format = "ocs-synth/phases"`, an optional `name`, and
+    one `[[phase]]` table per phase: `name`, `matrix` (a .npy or .csv file, relative to this one) and
+    `weight` (executions per step, > 0). Every matrix must have the same size."""
+    import tomllib
+
+    from .errors import unknown_key_message
+    source = os.fspath(path)
+    try:
+        doc = tomllib.loads(read_text(source))
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidInput(f"malformed TOML: {exc}", source=source) from None
+    if doc.get("format") != PHASES_FORMAT:
+        raise InvalidInput(f"expected {PHASES_FORMAT!r}, got {doc.get('format')!r}", field="format", source=source)
+    for k in doc:
+        if k not in ("format", "version", "name", "phase"):
+            raise InvalidInput(unknown_key_message(k, ("format", "version", "name", "phase")), field=k, source=source)
+    if doc.get("version", 1) != 1:
+        raise InvalidInput(f"unsupported version {doc.get('version')!r} (this reads 1)", field="version", source=source)
+    tables = doc.get("phase")
+    if not isinstance(tables, list) or not tables:
+        raise InvalidInput("no [[phase]] tables", field="phase", source=source)
+    folder = os.path.dirname(os.path.abspath(source))
+    out: list[TrafficPhase] = []
+    n = None
+    for i, t in enumerate(tables):
+        where = f"phase[{i}]"
+        for k in t:
+            if k not in PHASE_KEYS:
+                raise InvalidInput(unknown_key_message(k, PHASE_KEYS), field=f"{where}.{k}", source=source)
+        for k in ("matrix", "weight"):
+            if k not in t:
+                raise InvalidInput("missing required key", field=f"{where}.{k}", source=source)
+        name = t.get("name", f"phase{i}")
+        if not isinstance(name, str) or not name or name in {p.name for p in out}:
+            raise InvalidInput(f"must be a unique non-empty string, got {name!r}", field=f"{where}.name",
+                               source=source)
+        weight = t["weight"]
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not (math.isfinite(weight)
+                                                                                    and weight > 0):
+            raise InvalidInput(f"must be a number > 0, got {weight!r}", field=f"{where}.weight", source=source)
+        if not isinstance(t["matrix"], str):
+            raise InvalidInput(f"must be a file name, got {t['matrix']!r}", field=f"{where}.matrix", source=source)
+        tm = load_traffic(os.path.join(folder, t["matrix"]))
+        if n is not None and tm.accelerators != n:
+            raise InvalidInput(f"matrix is {tm.accelerators} x {tm.accelerators}, the first phase's is {n} x {n}",
+                               field=f"{where}.matrix", source=source)
+        if not (tm.bytes_ > 0).any():
+            raise InvalidInput("the matrix has no bytes", field=f"{where}.matrix", source=source)
+        n = tm.accelerators
+        out.append(TrafficPhase(name, tm.bytes_, float(weight)))
+    return str(doc.get("name", os.path.basename(source))), tuple(out)
+
+
+def save_phases(phases: tuple[TrafficPhase, ...], path: str | os.PathLike, name: str = "") -> list[str]:
+    """Write a phases file and one .npy matrix per phase beside it (`<stem>.<phase>.npy`); returns the paths
+    written, the TOML last (so a reader never finds it pointing at a missing matrix)."""
+    path = os.fspath(path)
+    if not path.endswith(".toml"):
+        raise InvalidInput("a phases file ends in .toml", source=path)
+    stem = os.path.basename(path)[:-len(".toml")]
+    folder = os.path.dirname(os.path.abspath(path))
+    written, lines = [], [f'format = "{PHASES_FORMAT}"', "version = 1", f"name = {json.dumps(name or stem)}"]
+    for k, p in enumerate(phases):
+        safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in p.name) or f"phase{k}"
+        fname = f"{stem}.{k}-{safe}.npy"
+        written.append(save_traffic(TrafficMatrix(p.bytes_), os.path.join(folder, fname)))
+        lines += ["", "[[phase]]", f"name = {json.dumps(p.name)}", f"matrix = {json.dumps(fname)}",
+                  f"weight = {p.weight!r}"]
+    written.append(atomic_write(path, "\n".join(lines) + "\n"))
+    return written
 
 
 # --------------------------------------------------------------------------------------------------

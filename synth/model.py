@@ -359,6 +359,35 @@ class TrafficMatrix:
         return {k: float(v.sum()) for k, v in self.by_kind.items()}
 
 
+@dataclass(frozen=True, eq=False)
+class TrafficPhase:
+    """One phase of a step's communication: the bytes each accelerator sends each other in one execution
+    (N x N, zero diagonal), run `weight` times per step. A step's phases run one after another (the TP
+    all-reduce, then the EP dispatch, ...), so each gets the whole fabric to itself while it runs."""
+
+    name: str
+    bytes_: np.ndarray
+    weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "bytes_", _check_matrix(self.bytes_, f"phase[{self.name}]"))
+        if not (isinstance(self.weight, (int, float)) and math.isfinite(self.weight) and self.weight > 0):
+            raise InvalidInput(f"must be a number > 0, got {self.weight!r}", field=f"phase[{self.name}].weight")
+
+
+def phases_traffic(phases: tuple[TrafficPhase, ...], name: str = "") -> TrafficMatrix:
+    """The step's total traffic of a set of phases: sum of weight x bytes, split by phase name."""
+    if not phases:
+        raise InvalidInput("no phases given", field="phases")
+    shapes = {p.bytes_.shape for p in phases}
+    if len(shapes) > 1:
+        raise InvalidInput(f"phases have different shapes {sorted(shapes)}", field="phases")
+    kinds: dict[str, np.ndarray] = {}
+    for p in phases:
+        kinds[p.name] = kinds.get(p.name, 0) + p.weight * p.bytes_
+    return TrafficMatrix.from_kinds(kinds, name)
+
+
 # --------------------------------------------------------------------------------------------------
 # Collectives and schedules
 # --------------------------------------------------------------------------------------------------

@@ -11,6 +11,11 @@ Objectives (all minimized):
   so an upper bound on the wiring's optimum.
 - ``hops``: hop-weighted bytes, sum over demands of bytes x shortest-path hops (seconds-free; 1 = every
   byte on a direct circuit).
+- ``phases``: the step's communication as phases run one after another (``phases``: the TP all-reduce, the
+  EP dispatch, ..., each with its executions per step): sum over phases of weight x that phase's ``time``
+  alone (its own best routing, the whole fabric to itself). The ``time`` objective instead scores the
+  step's total bytes at once, the busiest circuit over the whole step: never more than ``phases``, so its
+  bounds hold for ``phases`` too.
 """
 from __future__ import annotations
 
@@ -20,10 +25,10 @@ from typing import Any
 import numpy as np
 
 from .errors import Infeasible, InvalidInput
-from .model import Circuit, OCSLayout, TrafficMatrix, Wiring
+from .model import Circuit, OCSLayout, TrafficMatrix, TrafficPhase, Wiring
 from .network import Network, ecmp_loads, optimal_routing
 
-OBJECTIVES = ("time", "hops")
+OBJECTIVES = ("time", "hops", "phases")
 POLICIES = ("multihop", "direct")
 EXACT_ROUTING_MAX = 48    # accelerators: the routing LP always (a few seconds at most)
 ARC_LP_MAX_COLUMNS = 100_000   # destinations x links: below this the arc LP is the faster exact routing
@@ -42,9 +47,21 @@ class WiringProblem:
     link_latency_us: float = 0.0
     name: str = ""
     instance: dict | None = None
+    phases: tuple[TrafficPhase, ...] = ()
 
     def __post_init__(self) -> None:
         n = self.traffic.accelerators
+        if self.phases:
+            empty = [p.name for p in self.phases if not (p.bytes_ > 0).any()]
+            if empty:
+                raise InvalidInput(f"phase {empty[0]!r} has no bytes", field="phases")
+            total = sum(p.weight * p.bytes_ for p in self.phases)
+            if any(p.bytes_.shape != (n, n) for p in self.phases) or \
+                    not np.allclose(total, self.traffic.bytes_, rtol=1e-9, atol=1e-6):
+                raise InvalidInput("phases (weight x bytes) do not sum to the traffic matrix", field="phases")
+        elif self.objective == "phases":
+            raise InvalidInput("the phases objective needs the step's phases (an instance, or a phases file)",
+                               field="objective")
         if self.objective not in OBJECTIVES:
             raise InvalidInput(f"must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}", field="objective")
         if self.policy not in POLICIES:
@@ -84,6 +101,38 @@ class WiringProblem:
     def accelerators(self) -> int:
         return self.traffic.accelerators
 
+    def as_time(self) -> "WiringProblem":
+        """The same problem under the ``time`` objective (the step's bytes at once): a relaxation of
+        ``phases`` (its optimum and bounds are lower bounds) and what structure-based starts look at."""
+        from dataclasses import replace
+        return self if self.objective == "time" else replace(self, objective="time", phases=())
+
+    def phase_problems(self) -> list[tuple[float, "WiringProblem"]]:
+        """(weight, the ``time`` problem of that phase alone) for every phase."""
+        from dataclasses import replace
+        return [(p.weight, replace(self, traffic=TrafficMatrix(p.bytes_, name=p.name), objective="time", phases=()))
+                for p in self.phases]
+
+    def restricted(self, idx: np.ndarray, layout: OCSLayout) -> "WiringProblem":
+        """The problem on the accelerators `idx` only (their demand, each phase's too: phases without bytes
+        there are dropped, and with none left it is the ``time`` problem), on `layout`."""
+        sub = np.ix_(idx, idx)
+        phases = tuple(TrafficPhase(p.name, p.bytes_[sub], p.weight) for p in self.phases if (p.bytes_[sub] > 0).any())
+        objective = "time" if self.objective == "phases" and not phases else self.objective
+        return WiringProblem(TrafficMatrix(self.traffic.bytes_[sub]), layout, self.port_bandwidth_gbps,
+                             objective, self.policy, (), self.link_latency_us, self.name,
+                             phases=phases if objective == "phases" else ())
+
+    def demand_colours(self) -> np.ndarray:
+        """A matrix whose entries are equal exactly where the demand is, in every phase (> 0 where any
+        phase has bytes): what a relabelling of accelerators must preserve to be a symmetry."""
+        if not self.phases:
+            return self.traffic.bytes_
+        stack = np.stack([p.bytes_ for p in self.phases], axis=-1).reshape(-1, len(self.phases))
+        _, code = np.unique(stack, axis=0, return_inverse=True)
+        code = code.reshape(self.traffic.bytes_.shape).astype(np.float64)
+        return np.where(self.traffic.bytes_ > 0, code + 1, 0.0)
+
     @property
     def ports(self) -> int:
         return self.layout.ports
@@ -109,6 +158,13 @@ class WiringProblem:
         n = self.accelerators
         if ((dem > 0) & (net.dist[:n, :n] >= np.iinfo(np.int32).max)).any():
             return float("inf"), "disconnected"
+        if self.objective == "phases":
+            total, how = 0.0, set()
+            for w, sub in self.phase_problems():
+                theta, r = sub.score(wiring, routing, time_limit_s / len(self.phases))
+                total += w * theta
+                how.add(r)
+            return total, ", ".join(sorted(how))
         if self.objective == "hops":
             return float((dem * net.dist[:n, :n]).sum()), "shortest"
         if self.policy == "direct":

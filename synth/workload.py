@@ -32,7 +32,7 @@ import numpy as np
 from .errors import InvalidInstance
 from .collectives import _shift, _uniform
 from .instance import Instance
-from .model import CollectiveKind, TrafficMatrix
+from .model import CollectiveKind, TrafficMatrix, TrafficPhase
 
 SOFTMAX_STAT_BYTES = 8  # running max and sum per head, FP32
 
@@ -409,3 +409,24 @@ def build_workload(inst: Instance) -> Workload:
              "hbm_usable_bytes": usable}
     return Workload(inst, tuple(ops), graph, traffic, place, b, sequences, micro, t_acc, kvp, weights,
                     b * kv_seq_acc, notes)
+
+
+def step_phases(wl: Workload) -> tuple[TrafficPhase, ...]:
+    """The decode step's communication as phases (:class:`~synth.model.TrafficPhase`): one per collective op,
+    its bytes in one execution (every group at once) run `count` times per step; ops whose executions move
+    the same bytes (e.g. the attention and FFN all-reduces of TP) are one phase with their counts added.
+    Background transfers (P/D KV) are a phase too, so the phases add up to the step's traffic matrix."""
+    n = wl.instance.accelerators
+    phases: list[list] = []             # [name, matrix, weight]
+    for op in wl.comm_ops():
+        mat = np.zeros((n, n))
+        mat[op.groups[:, :, None], op.groups[:, None, :]] += op.pattern
+        if not (mat > 0).any():
+            continue
+        same = next((p for p in phases if np.array_equal(p[1], mat)), None)
+        if same is None:
+            phases.append([op.name, mat, float(op.count)])
+        else:
+            same[0] += "+" + op.name
+            same[2] += float(op.count)
+    return tuple(TrafficPhase(name, mat, w) for name, mat, w in phases)

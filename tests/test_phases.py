@@ -1,0 +1,186 @@
+"""The phases objective: a step's phases run one after another, each routed alone (synth.problem, solvers/phased)."""
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from solvers import wire
+from solvers.bounds import best_bound
+from synth.cli import main
+from synth.errors import InvalidInput
+from synth.formats import load_phases, save_phases
+from synth.instance import load_instance
+from synth.model import OCSLayout, SolveParams, SolveStatus, TrafficMatrix, TrafficPhase, phases_traffic
+from synth.problem import WiringProblem
+from synth.verify import wiring_violations
+from synth.workload import build_workload, step_phases
+
+from .conftest import write
+
+EXACT = [("milp", "highs"), ("milp", "cbc"), ("cpsat", "auto")]
+
+
+def phased(phases, ports, n=None, **kw):
+    ph = tuple(phases)
+    n = ph[0].bytes_.shape[0]
+    return WiringProblem(phases_traffic(ph), OCSLayout.uniform(n, ports), 800.0, "phases", phases=ph, **kw)
+
+
+def pairs(n, edges, b=1e9):
+    m = np.zeros((n, n))
+    for a, c in edges:
+        m[a, c] = m[c, a] = b
+    return m
+
+
+def random_phases(n, seed, k=2):
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(k):
+        m = rng.integers(0, 5, size=(n, n)).astype(float) * 1e8 * (rng.random((n, n)) < 0.6)
+        np.fill_diagonal(m, 0)
+        m[0, 1] += 1e8                        # never empty
+        out.append(TrafficPhase(f"p{i}", m, float(i + 1)))
+    return out
+
+
+def test_phase_and_problem_validation():
+    with pytest.raises(InvalidInput, match="weight"):
+        TrafficPhase("a", pairs(4, [(0, 1)]), 0.0)
+    with pytest.raises(InvalidInput) as exc:
+        WiringProblem(TrafficMatrix(pairs(4, [(0, 1)])), OCSLayout.uniform(4, 2), 800.0, "phases")
+    assert exc.value.field == "objective"
+    ph = (TrafficPhase("a", pairs(4, [(0, 1)]), 2.0),)
+    with pytest.raises(InvalidInput) as exc:       # the phases must add up to the traffic
+        WiringProblem(TrafficMatrix(pairs(4, [(0, 1)])), OCSLayout.uniform(4, 2), 800.0, "phases", phases=ph)
+    assert exc.value.field == "phases"
+    with pytest.raises(InvalidInput, match="no bytes"):
+        phased([TrafficPhase("a", pairs(4, [(0, 1)])), TrafficPhase("b", np.zeros((4, 4)))], 2)
+
+
+@pytest.mark.parametrize("solver,backend", EXACT)
+def test_two_phases_on_a_four_cycle(solver, backend):
+    """Phase A (x1) pairs 0-1 and 2-3, phase B (x2) pairs 0-2 and 1-3, 1 GB each way, 2 ports: the 4-cycle
+    0-1-3-2 serves both straight, 1e9 / 100e9 s per execution, 3 x 0.01 s in all (as good as the bound of
+    each phase alone: every accelerator sends 1 GB on 2 ports, and a cycle relaying half of it over the
+    other side costs as much)."""
+    prob = phased([TrafficPhase("A", pairs(4, [(0, 1), (2, 3)]), 1.0),
+                   TrafficPhase("B", pairs(4, [(0, 2), (1, 3)]), 2.0)], 2)
+    res = wire(prob, solver, SolveParams(time_limit_s=60, backend=backend))
+    assert res.status == SolveStatus.OPTIMAL and res.objective == pytest.approx(0.03)
+    assert not wiring_violations(res.artifact)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_milp_and_cpsat_agree_on_phases(seed):
+    prob = phased(random_phases(5, seed), 2)
+    got = {}
+    for solver, backend in EXACT:
+        res = wire(prob, solver, SolveParams(time_limit_s=60, backend=backend))
+        assert res.status == SolveStatus.OPTIMAL, (solver, backend, res.objective, res.bound)
+        assert not wiring_violations(res.artifact)
+        got[(solver, backend)] = res.objective
+    assert max(got.values()) == pytest.approx(min(got.values()), rel=1e-6), got
+
+
+def test_phases_score_sums_each_phase_alone_and_bounds_hold():
+    ph = random_phases(6, 3)
+    prob = phased(ph, 2)
+    w = wire(prob, "expander", SolveParams(seed=1)).artifact
+    alone = sum(p.weight * sub.score(w)[0] for p, (_, sub) in zip(ph, prob.phase_problems()))
+    assert prob.score(w)[0] == pytest.approx(alone)
+    at_once = prob.as_time().score(w)[0]
+    assert at_once <= prob.score(w)[0] * (1 + 1e-9)       # the busiest circuit over the step never takes longer
+    opt = wire(prob, "milp", SolveParams(time_limit_s=60))
+    assert opt.status == SolveStatus.OPTIMAL
+    bound, named = best_bound(prob)
+    assert {"phase_sum", "total_injection"} <= set(named) and bound <= opt.objective * (1 + 1e-9)
+    assert opt.objective <= prob.score(w)[0] * (1 + 1e-9)
+
+
+def test_phases_one_after_another_take_longer_than_the_step_at_once():
+    """Three accelerators with 2 ports on 2 switches: phase A 0-1 and phase B 1-2, 1 GB each way. The
+    triangle does not fit (each switch is a matching, an odd cycle needs three), so the best wirings are
+    paths: at once, accelerator 1 sends both phases' bytes on its 2 circuits, 0.01 s; one after another,
+    each phase has a single path, 0.01 s each, 0.02 s in all. Both proven, and the phase sum is what the
+    step really takes when its collectives do not overlap."""
+    ph = [TrafficPhase("A", pairs(3, [(0, 1)]), 1.0), TrafficPhase("B", pairs(3, [(1, 2)]), 1.0)]
+    prob = phased(ph, 2)
+    res = wire(prob, "milp", SolveParams(time_limit_s=60))
+    at_once = wire(prob.as_time(), "milp", SolveParams(time_limit_s=60))
+    assert res.status == at_once.status == SolveStatus.OPTIMAL
+    assert res.objective == pytest.approx(0.02) and at_once.objective == pytest.approx(0.01)
+    assert [sub.score(res.artifact)[0] for _, sub in prob.phase_problems()] == pytest.approx([0.01, 0.01])
+
+
+def test_step_phases_add_up_to_the_traffic():
+    for name in ("llama405b-tp8pp2-16", "qwen3-235b-64"):
+        wl = build_workload(load_instance(f"instances/decode/{name}.toml"))
+        ph = step_phases(wl)
+        assert len(ph) >= 2
+        assert np.allclose(sum(p.weight * p.bytes_ for p in ph), wl.traffic.bytes_)
+    names = [p.name for p in step_phases(build_workload(load_instance("instances/decode/qwen3-235b-64.toml")))]
+    assert "tp_reducescatter+tp_allgather" in names      # the same bytes per execution: one phase
+
+
+def test_phases_file_round_trip(tmp_path):
+    ph = tuple(random_phases(4, 5))
+    save_phases(ph, tmp_path / "step.toml", "mine")
+    name, back = load_phases(tmp_path / "step.toml")
+    assert name == "mine" and [p.name for p in back] == ["p0", "p1"]
+    assert all(np.array_equal(a.bytes_, b.bytes_) and a.weight == b.weight for a, b in zip(ph, back))
+
+
+def run(*args):
+    r = CliRunner().invoke(main, [str(a) for a in args])
+    return r.exit_code, r.stdout, r.stderr
+
+
+def test_cli_phases_from_an_instance_and_a_phases_file(tmp_path):
+    inst = "instances/decode/llama405b-tp8pp2-16.toml"
+    code, out, _ = run("traffic", inst, "--phases", tmp_path / "l16.toml", "--json")
+    assert code == 0 and [p["name"] for p in json.loads(out)["phases"]] == ["tp_allreduce", "pp_p2p", "pp_token_ids"]
+    w1, w2 = tmp_path / "w1.json", tmp_path / "w2.json"
+    code, out, _ = run("wire", inst, "--objective", "phases", "--solver", "search", "--time-limit", "5", "-o", w1,
+                       "--json")
+    block = json.loads(out)
+    assert code == 0 and block["objective_kind"] == "phases" and block["bound"] <= block["objective"]
+    assert run("verify", w1, "--instance", inst)[0] == 0
+    code, out, _ = run("wire", tmp_path / "l16.toml", "--objective", "phases", "--ports", 18,
+                       "--port-bandwidth-gbps", 200, "--solver", "search", "--time-limit", "5", "-o", w2, "--json")
+    assert code == 0 and json.loads(out)["objective_kind"] == "phases"
+    assert run("verify", w2)[0] == 0
+    # a phases file under the time objective is its weighted sum
+    code, out, _ = run("wire", tmp_path / "l16.toml", "--ports", 18, "--port-bandwidth-gbps", 200,
+                       "--solver", "expander", "-o", w2, "--json")
+    assert code == 0 and json.loads(out)["objective_kind"] == "time"
+
+
+@pytest.mark.parametrize("body,field", [
+    ('format = "ocs-synth/phases"\n[[phase]]\nname = "a"\nmatrix = "m.npy"\nweight = -1\n', "phase[0].weight"),
+    ('format = "ocs-synth/phases"\n[[phase]]\nname = "a"\nmatrix = "m.npy"\n', "phase[0].weight"),
+    ('format = "ocs-synth/phases"\n[[phase]]\nname = "a"\nmatrix = "m.npy"\nweight = 1\ncolour = 2\n',
+     "phase[0].colour"),
+    ('format = "ocs-synth/phases"\n[[phase]]\nmatrix = "m.npy"\nweight = 1\n[[phase]]\nmatrix = "small.npy"\n'
+     'weight = 1\n', "phase[1].matrix"),
+    ('format = "ocs-synth/phases"\n', "phase"),
+])
+def test_cli_bad_phases_file(tmp_path, body, field):
+    np.save(tmp_path / "m.npy", pairs(4, [(0, 1)]))
+    np.save(tmp_path / "small.npy", pairs(3, [(0, 1)]))
+    src = write(tmp_path, "step.toml", body)
+    out = tmp_path / "w.json"
+    out.write_text("keep")
+    code, _, err = run("wire", src, "--objective", "phases", "--ports", 2, "--port-bandwidth-gbps", 800, "-o", out)
+    assert code == 2 and "step.toml" in err and field in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1 and out.read_text() == "keep"
+
+
+def test_cli_phases_objective_needs_phases(tmp_path):
+    np.save(tmp_path / "m.npy", pairs(4, [(0, 1)]))
+    code, _, err = run("wire", tmp_path / "m.npy", "--objective", "phases", "--ports", 2, "--port-bandwidth-gbps",
+                       800, "-o", tmp_path / "w.json")
+    assert code == 2 and "m.npy" in err and "--objective" in err
+    code, _, err = run("traffic", tmp_path / "m.npy", "--phases", tmp_path / "p.toml")
+    assert code == 2 and "--phases" in err and not (tmp_path / "p.toml").exists()
