@@ -13,7 +13,8 @@ no printing (progress goes through ``SolveParams.progress``).
   demand-weighted two-hop coverage with an O(N) incremental update per move, then refines the hop
   objective by BFS), scored with balanced multi-path routing;
 - ``expander``, ``torus``, ``topoopt``, ``greedy``: the baselines (:mod:`solvers.baselines`);
-- ``auto``: ``milp`` up to 16 accelerators (with the best heuristic as a fallback), else ``search``.
+- ``auto``: ``milp`` up to 16 accelerators (with the best heuristic as a fallback), else ``search`` (and
+  for the ``step`` objective, the evaluator's model, which no exact model encodes).
 
 When the demand splits into several identical, independent parallel groups (TP or DP replicas with the same
 demand and port layout), one group is wired and its circuits copied onto the others (``extra.symmetry``).
@@ -89,7 +90,7 @@ def baseline(problem: WiringProblem, name: str, params: SolveParams = SolveParam
 def _lp_round(problem: WiringProblem, params: SolveParams) -> Wiring:
     """Round the LP relaxation's fractional circuits to a degree-feasible multigraph that colours."""
     from .bounds import lp_relaxation_solution
-    sol = lp_relaxation_solution(problem.as_time() if problem.objective == "phases" else problem)
+    sol = lp_relaxation_solution(problem.as_time() if problem.objective in ("phases", "step") else problem)
     if sol is None:
         return baselines.expander(problem.layout, params.seed)
     pairs_idx, xfrac = sol
@@ -279,9 +280,13 @@ def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = Sol
             if res is not None:
                 return res
     if solver == "auto":
-        solver = "milp" if problem.accelerators <= 16 else "search"
+        solver = "milp" if problem.accelerators <= 16 and problem.objective != "step" else "search"
     # what the structure-based starts read: the step's bytes at once (phases: their weighted sum)
-    shape = problem.as_time() if problem.objective == "phases" else problem
+    shape = problem.as_time() if problem.objective in ("phases", "step") else problem
+    if problem.objective == "step" and solver in ("milp", "cpsat"):
+        raise InvalidInput("the step objective is the evaluator's model, which the exact models do not encode: "
+                           "use --solver search or lp-round, or --objective phases (its communication part, "
+                           "exact)", field="solver")
     coupled = None
     if solver not in BASELINES:
         from .coupled import coupled_groups, coupled_start

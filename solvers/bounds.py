@@ -328,6 +328,13 @@ def best_bound(problem: WiringProblem, lp: bool = True) -> tuple[float, dict[str
     """The best (largest) lower bound and each named bound."""
     if problem.objective == "phases":
         return _phases_bound(problem, lp)
+    if problem.objective == "step":
+        if problem not in _PHASES_CACHE:
+            from synth.evaluate import ocs_step_lower_bound_us
+            b = ocs_step_lower_bound_us(problem.workload, problem.layout.capacity.sum(axis=1),
+                                        problem.port_bytes_per_s)
+            _PHASES_CACHE[problem] = {"critical_path": b * 1e-6}
+        return _PHASES_CACHE[problem]["critical_path"], dict(_PHASES_CACHE[problem])
     named = {"injection": injection_bound(problem), "moore": moore_bound(problem)}
     if problem.objective == "time":
         named["relay_count"] = relay_count_bound(problem)

@@ -274,7 +274,7 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams(), star
     from dataclasses import replace
     if problem.objective == "phases":
         from .phased import solve_milp_phases
-        return _two_stage(problem, params, solve_milp_phases)
+        return _two_stage(problem, params, partial(solve_milp_phases, start=start))
     if problem.objective != "time" or problem.policy == "direct":
         return _two_stage(problem, params, _solve_milp)
     t0 = time.perf_counter()
@@ -654,7 +654,7 @@ def solve_cpsat(problem: WiringProblem, params: SolveParams = SolveParams(), sta
     from dataclasses import replace
     if problem.objective == "phases":
         from .phased import solve_cpsat_phases
-        return _two_stage(problem, params, solve_cpsat_phases)
+        return _two_stage(problem, params, partial(solve_cpsat_phases, start=start))
     if problem.objective != "time" or problem.policy == "direct":
         return _two_stage(problem, params, _solve_cpsat)
     t0 = time.perf_counter()

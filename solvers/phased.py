@@ -37,7 +37,8 @@ from .bounds import best_bound
 TANGENT_RATIO = 1.03   # the first tangents of 1 / lam: at 1 / lb, 1 / (lb x ratio), ...
 TANGENTS = 40
 LENGTHS = 10 ** 6      # CP-SAT rows: integer arc lengths, the longest gets this (less if int64 needs it)
-UNITS = 10 ** 8        # CP-SAT: the objective's unit u = the first wiring's objective / UNITS
+UNITS = 10 ** 7        # CP-SAT: the objective's unit u = the first wiring's objective / UNITS
+MAX_ROWS = 4096        # CP-SAT product rows at most (the sum of all domains must fit in int64)
 
 
 def _parts(problem: WiringProblem):
@@ -49,8 +50,9 @@ def _parts(problem: WiringProblem):
     return out
 
 
-def solve_milp_phases(problem: WiringProblem, params: SolveParams, per_switch: bool) -> SolveResult:
-    """The MILP of the module doc, with Kelley's tangents until the wiring's exact objective meets the bound."""
+def solve_milp_phases(problem: WiringProblem, params: SolveParams, per_switch: bool, start=None) -> SolveResult:
+    """The MILP of the module doc, with Kelley's tangents until the wiring's exact objective meets the bound;
+    `start` (a wiring) is the first incumbent and gives the first tangents at its phases' times."""
     import pulp
 
     from synth.formats import quiet_stdout
@@ -97,6 +99,12 @@ def solve_milp_phases(problem: WiringProblem, params: SolveParams, per_switch: b
     # solved to a tenth of the gap, so that the bound it proves can meet the gap
     fine = replace(params, rel_gap=params.rel_gap / 10)
     best = None                     # (objective, wiring)
+    if start is not None and not per_switch:
+        thetas = [sub.score(start, "best")[0] for _, sub, _ in parts]
+        if all(np.isfinite(thetas)):
+            best = (sum(w * th for (w, _, _), th in zip(parts, thetas)), start)
+            for k, th in enumerate(thetas):
+                tangent(k, 1.0 / th)
     bound = 0.0
     rounds = 0
     limit = Limit.NONE
@@ -115,15 +123,15 @@ def solve_milp_phases(problem: WiringProblem, params: SolveParams, per_switch: b
         if prob.status == pulp.LpStatusInfeasible:
             return SolveResult(SolveStatus.INFEASIBLE, None, None, time.perf_counter() - t0, name, version,
                                params.seed, limit, message="the MILP is infeasible")
-        if prob.sol_status not in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
-            limit = Limit.TIME
-            break
         solved = prob.sol_status == pulp.LpSolutionOptimal
-        if backend == "highs":
+        if backend == "highs":      # a dual bound even when the time ran out before any wiring
             db = prob.solverModel.getInfo().mip_dual_bound
             if np.isfinite(db):
                 bound = max(bound, float(db) * ref)
-        elif solved:
+        if prob.sol_status not in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
+            limit = Limit.TIME
+            break
+        if backend != "highs" and solved:
             bound = max(bound, float(pulp.value(prob.objective)) * ref * (1 - fine.rel_gap))
         counts = _counts(problem, ix, {k: int(round(v.value() or 0)) for k, v in y.items()} if per_switch else
                          {p: int(round(pulp.value(v) or 0)) for p, v in x.items()}, per_switch)
@@ -154,8 +162,9 @@ def solve_milp_phases(problem: WiringProblem, params: SolveParams, per_switch: b
     return _finish(problem, name, version, params, t0, SolveStatus.FEASIBLE, limit, best[1], bound or None, extra)
 
 
-def solve_cpsat_phases(problem: WiringProblem, params: SolveParams, per_switch: bool) -> SolveResult:
-    """The CP-SAT decomposition of the module doc."""
+def solve_cpsat_phases(problem: WiringProblem, params: SolveParams, per_switch: bool, start=None) -> SolveResult:
+    """The CP-SAT decomposition of the module doc; the first incumbent is the better of the expander and
+    `start` (a wiring)."""
     import ortools
     from ortools.sat.python import cp_model
 
@@ -170,6 +179,10 @@ def solve_cpsat_phases(problem: WiringProblem, params: SolveParams, per_switch: 
     cuts = [MetricCuts(sub, ix) for _, sub, _ in parts]
     first = baselines.expander(problem.layout, params.seed) if not problem.fixed_circuits else None
     upper = problem.score(first, "best")[0] if first is not None else float("inf")
+    if start is not None and not per_switch:
+        alt = problem.score(start, "best")[0]
+        if alt < upper:
+            first, upper = start, alt
     if not np.isfinite(upper):
         upper = sum(w * lb for w, _, lb in parts) * 100 or 1.0
     u = upper / UNITS
@@ -177,7 +190,8 @@ def solve_cpsat_phases(problem: WiringProblem, params: SolveParams, per_switch: 
     sym = _symmetry_rows(problem, ix)
     y, x, _ = cpsat_topology(m, problem, ix, per_switch, None, sym)
     xs = [x[p] for p in ix.pairs]
-    scale_l = max(1000, min(LENGTHS, (1 << 61) // ((2 * UNITS + len(parts)) * max(1, sum(ix.max_x.values())))))
+    scale_l = max(100, min(LENGTHS, (1 << 62) // ((2 * UNITS + len(parts)) * max(1, sum(ix.max_x.values()))
+                                                  * (MAX_ROWS + 1))))
     top_l = scale_l * sum(ix.max_x.values())
     # a phase slower than twice the first wiring's whole step is no wiring worth proposing
     s = [m.NewIntVar(int(math.ceil(w * lb / u * (1 - 1e-9))), 2 * UNITS + len(parts), f"s_{k}")
@@ -185,16 +199,26 @@ def solve_cpsat_phases(problem: WiringProblem, params: SolveParams, per_switch: 
     m.Minimize(sum(s))
     nrows = 0
 
-    def add_row(k: int, length: np.ndarray) -> bool:
-        """The product row of phase k for arc lengths on ix.arcs (any scale); False when it is empty."""
+    def add_row(k: int, length: np.ndarray, at: np.ndarray | None = None) -> bool:
+        """The product row of phase k for arc lengths on ix.arcs (any scale), and with `at` (circuits per
+        pair) its tangent there; False when the row is empty."""
         nonlocal nrows
-        row = cuts[k].row(length, scale_l)
+        row = cuts[k].row(length, scale_l) if nrows < MAX_ROWS else None
         if row is None:
             return False
         wp, W = row
-        rhs = int(math.ceil(parts[k][0] * W / (B * u) * (1 - 1e-12)))
+        R = parts[k][0] * W / (B * u)
+        rhs = int(math.ceil(R * (1 - 1e-12)))
         if rhs <= 0:
             return False
+        if at is not None and float(wp @ at) > 0:
+            # s >= R / L is convex in L, so above its tangent at the proposal's L0: s + sum c_i x_i >= 2 R / L0
+            # with c = R wp / L0^2; scaled by M and rounded towards the weaker row (CP-SAT's LP sees it)
+            L0 = float(wp @ at)
+            c = R * wp / L0 ** 2
+            M = int(min(1e9, max(1.0, 1e6 / float(c.max()))))
+            nz = np.flatnonzero(wp)
+            m.Add(M * s[k] + sum(int(math.ceil(M * c[i])) * xs[i] for i in nz) >= int(math.floor(M * 2 * R / L0)))
         L = m.NewIntVar(0, top_l, "")
         m.Add(L == sum(int(wp[i]) * xs[i] for i in np.flatnonzero(wp)))
         prod = m.NewIntVar(0, (2 * UNITS + len(parts)) * top_l, "")
@@ -215,7 +239,7 @@ def solve_cpsat_phases(problem: WiringProblem, params: SolveParams, per_switch: 
         adj = first.adjacency()
         xf = np.array([adj[p] for p in ix.pairs], dtype=np.float64)
         for k in range(len(parts)):
-            add_row(k, cuts[k].lp_lengths(xf)[1])
+            add_row(k, cuts[k].lp_lengths(xf)[1], xf)
     bound = 0.0
     proposals = 0
     limit = Limit.NONE
@@ -268,7 +292,7 @@ def solve_cpsat_phases(problem: WiringProblem, params: SolveParams, per_switch: 
         added = False
         for k, (th, length) in enumerate(timed):
             if parts[k][0] * th > solver.Value(s[k]) * u * (1 + 1e-9):
-                added |= add_row(k, length)
+                added |= add_row(k, length, xhat.astype(np.float64))
         if not added:            # the rows already price this proposal: it is as good as the bound says
             exclude(m, xs, xhat)
     if best is None:

@@ -104,9 +104,22 @@ def suite_problem(case: dict[str, Any]):
     from .model import OCSLayout
     from .problem import WiringProblem
     from .workload import build_workload
+    from .formats import is_phases_file
+    if is_phases_file(case["source"]):
+        from .formats import load_phases
+        from .model import phases_traffic
+        name, phases = load_phases(case["source"])
+        tm = phases_traffic(phases, name)
+        return WiringProblem(tm, OCSLayout.uniform(tm.accelerators, case["ports"]), case["port_bandwidth_gbps"],
+                             case["objective"], name=case["name"],
+                             phases=phases if case["objective"] == "phases" else ())
     if case["source"].endswith(".toml"):
+        from .workload import step_phases
         inst = load_instance(case["source"])
-        return WiringProblem.from_instance(inst, build_workload(inst).traffic, objective=case["objective"])
+        wl = build_workload(inst)
+        return WiringProblem.from_instance(inst, wl.traffic, objective=case["objective"],
+                                           phases=step_phases(wl) if case["objective"] == "phases" else (),
+                                           workload=wl if case["objective"] == "step" else None)
     tm = load_traffic(case["source"])
     return WiringProblem(tm, OCSLayout.uniform(tm.accelerators, case["ports"]), case["port_bandwidth_gbps"],
                          case["objective"], name=case["name"])

@@ -435,6 +435,7 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
         wl = build_workload(inst)
         traffic = wl.traffic
         phases = step_phases(wl) if objective == "phases" else ()
+        workload = wl if objective == "step" else None
         layout, bw, lat, name, summary = (inst.ocs_layout(), inst.hardware.port_bandwidth_gbps,
                                           inst.hardware.link_latency_us, inst.name, inst.summary())
     else:
@@ -450,6 +451,10 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
         if radix is not None and radix < 2:
             raise InvalidInput(f"a switch of radix {radix} cannot host a circuit (needs >= 2)",
                                field="--switch-radix")
+        if objective == "step":
+            raise InvalidInput("the step objective times an instance's decode step: give an instance",
+                               field="--objective", source=source)
+        workload = None
         if raw_phases:
             name, phases = load_phases(source)
             try:
@@ -473,7 +478,8 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
                                f"{traffic.accelerators} x {layout.ports}", field="accelerators", source=fixed)
         fixed_circuits = fw.circuits
     try:
-        return WiringProblem(traffic, layout, bw, objective, policy, fixed_circuits, lat, name, summary, phases)
+        return WiringProblem(traffic, layout, bw, objective, policy, fixed_circuits, lat, name, summary, phases,
+                             workload)
     except InvalidInput as exc:
         raise exc.located(source) from None
 
@@ -487,10 +493,11 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
                                  "greedy"]), help="Optimization back-end or baseline.")
 @click.option("--backend", default="auto", show_default=True, type=click.Choice(["auto", "highs", "cbc"]),
               help="MILP back-end.")
-@click.option("--objective", default="time", show_default=True, type=click.Choice(["time", "hops", "phases"]),
+@click.option("--objective", default="time", show_default=True, type=click.Choice(["time", "hops", "phases", "step"]),
               help="time: the step's bytes at once, the busiest circuit; hops: hop-weighted bytes; phases: the "
                    "step's phases (TP all-reduce, EP dispatch, ...) one after another, each routed alone, weighted "
-                   "by its executions per step (an instance, or a phases file).")
+                   "by its executions per step (an instance, or a phases file); step: the decode step's time from "
+                   "the evaluator's analytical model (an instance; search and lp-round).")
 @click.option("--policy", default="multihop", show_default=True, type=click.Choice(["multihop", "direct"]),
               help="direct: every demand on its own circuits, no forwarding.")
 @click.option("--time-limit", "time_limit", default=60.0, show_default=True, type=float, help="Seconds.")

@@ -205,6 +205,73 @@ def time_with_schedule(net: Network, op: CommOp, schedules) -> OpTiming | None:
     return OpTiming(op.name, op.kind, f"schedule:{name}", total, op.count, loads)
 
 
+def critical_path_us(wl: Workload, comm_us_of: dict[str, float]) -> tuple[float, float, float]:
+    """(critical path, communication on it, compute on it) of one micro-batch through the decode DAG, in
+    us, with each communication op taking `comm_us_of[op name]` and each compute op its roofline time; with
+    dual-batch overlap, per layer the larger of its communication and its compute. Monotone in every op's
+    time, so op times that are lower bounds give a lower bound."""
+    import networkx as nx
+    g = wl.graph
+    finish: dict[str, float] = {}
+    comm_on: dict[str, float] = {}
+    comp_on: dict[str, float] = {}
+    for node in nx.topological_sort(g):
+        op = g.nodes[node]["op"]
+        if getattr(op, "background", False):
+            continue
+        dur = comm_us_of[op.name] if isinstance(op, CommOp) else op.time_s * 1e6
+        preds = [p for p in g.predecessors(node)]
+        start_from = max(preds, key=lambda p: finish[p], default=None)
+        base = finish[start_from] if start_from else 0.0
+        finish[node] = base + dur
+        comm_on[node] = (comm_on[start_from] if start_from else 0.0) + (dur if isinstance(op, CommOp) else 0.0)
+        comp_on[node] = (comp_on[start_from] if start_from else 0.0) + (0.0 if isinstance(op, CommOp) else dur)
+    last = max(finish, key=finish.get)
+    path_time, comm_us, comp_us = finish[last], comm_on[last], comp_on[last]
+    if wl.instance.workload.dual_batch_overlap:
+        per_layer_comm: dict[int, float] = {}
+        per_layer_comp: dict[int, float] = {}
+        for node in finish:
+            layer = g.nodes[node]["layer"]
+            op = g.nodes[node]["op"]
+            if isinstance(op, CommOp):
+                per_layer_comm[layer] = per_layer_comm.get(layer, 0.0) + comm_us_of[op.name]
+            elif op.name != "shared_expert":
+                per_layer_comp[layer] = per_layer_comp.get(layer, 0.0) + op.time_s * 1e6
+        layers = set(per_layer_comm) | set(per_layer_comp)
+        # two half micro-batches: communication of one hides behind compute of the other; a half batch
+        # pays the alphas twice, approximated by keeping the full comm time as the floor.
+        path_time = sum(max(per_layer_comm.get(l, 0.0), per_layer_comp.get(l, 0.0)) for l in layers)
+    return path_time, comm_us, comp_us
+
+
+def ocs_step_lower_bound_us(wl: Workload, ports: np.ndarray, port_bytes_per_s: float) -> float:
+    """A lower bound on the analytical step time of `wl` on any OCS wiring with `ports` per accelerator:
+    every op takes at least its cheapest algorithm with each phase at alpha + one hop's latency + its busiest
+    accelerator's bytes (sent or received) over all its ports (the critical path is monotone in op times;
+    the step is at least its critical path)."""
+    inst = wl.instance
+    alpha, hop = inst.hardware.step_latency_us, inst.hardware.link_latency_us
+    cap = np.maximum(ports.astype(np.float64), 1e-300) * port_bytes_per_s
+    low: dict[str, float] = {}
+    for op in wl.comm_ops():
+        pattern = op.pattern if op.collective in (CollectiveKind.ALLTOALLV, CollectiveKind.P2P) else None
+        algs = algorithms(op.collective, op.group_size, op.message_bytes, pattern)
+        if op.collective == CollectiveKind.ALLTOALL:
+            algs = {"direct": [Phase(op.pattern)], **algs}
+        best = np.inf
+        for phases in algs.values():
+            total = 0.0
+            for ph in phases:
+                dem = np.zeros((inst.accelerators, inst.accelerators))
+                dem[op.groups[:, :, None], op.groups[:, None, :]] += ph.pattern
+                busiest = float(max((dem.sum(axis=1) / cap).max(), (dem.sum(axis=0) / cap).max()))
+                total += ph.repeat * (alpha + (hop if dem.any() else 0.0) + busiest * 1e6)
+            best = min(best, total)
+        low[op.name] = best
+    return critical_path_us(wl, low)[0]
+
+
 def evaluate_workload(wl: Workload, fabric: FabricChoice | str, wiring: Wiring | None = None,
                       fidelity: str = "analytical", seed: int = 0,
                       progress: Callable[[str], None] | None = None, schedules: tuple = (),
@@ -236,39 +303,7 @@ def evaluate_workload(wl: Workload, fabric: FabricChoice | str, wiring: Wiring |
             if given is not None:
                 timing[op.name] = given
                 break
-    # critical path of one micro-batch through the DAG
-    g = wl.graph
-    import networkx as nx
-    finish: dict[str, float] = {}
-    comm_on: dict[str, float] = {}
-    comp_on: dict[str, float] = {}
-    for node in nx.topological_sort(g):
-        op = g.nodes[node]["op"]
-        if getattr(op, "background", False):
-            continue
-        dur = timing[op.name].time_us if isinstance(op, CommOp) else op.time_s * 1e6
-        preds = [p for p in g.predecessors(node)]
-        start_from = max(preds, key=lambda p: finish[p], default=None)
-        base = finish[start_from] if start_from else 0.0
-        finish[node] = base + dur
-        comm_on[node] = (comm_on[start_from] if start_from else 0.0) + (dur if isinstance(op, CommOp) else 0.0)
-        comp_on[node] = (comp_on[start_from] if start_from else 0.0) + (0.0 if isinstance(op, CommOp) else dur)
-    last = max(finish, key=finish.get)
-    path_time, comm_us, comp_us = finish[last], comm_on[last], comp_on[last]
-    if inst.workload.dual_batch_overlap:
-        per_layer_comm: dict[int, float] = {}
-        per_layer_comp: dict[int, float] = {}
-        for node in finish:
-            layer = g.nodes[node]["layer"]
-            op = g.nodes[node]["op"]
-            if isinstance(op, CommOp):
-                per_layer_comm[layer] = per_layer_comm.get(layer, 0.0) + timing[op.name].time_us
-            elif op.name != "shared_expert":
-                per_layer_comp[layer] = per_layer_comp.get(layer, 0.0) + op.time_s * 1e6
-        layers = set(per_layer_comm) | set(per_layer_comp)
-        # two half micro-batches: communication of one hides behind compute of the other; a half batch
-        # pays the alphas twice, approximated by keeping the full comm time as the floor.
-        path_time = sum(max(per_layer_comm.get(l, 0.0), per_layer_comp.get(l, 0.0)) for l in layers)
+    path_time, comm_us, comp_us = critical_path_us(wl, {name: t.time_us for name, t in timing.items()})
     # busiest link over the whole step (all micro-batches, all layers, background included)
     busy = np.zeros(net.links)
     for op in wl.comm_ops():

@@ -16,6 +16,9 @@ Objectives (all minimized):
   alone (its own best routing, the whole fabric to itself). The ``time`` objective instead scores the
   step's total bytes at once, the busiest circuit over the whole step: never more than ``phases``, so its
   bounds hold for ``phases`` too.
+- ``step``: the decode step's time from the evaluator's analytical model (:mod:`synth.evaluate`: each op's
+  best collective algorithm on the wiring with balanced routing, alpha and latency per phase, the critical
+  path with compute and dual-batch overlap, the busiest link over the step), for an instance's workload.
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ from .errors import Infeasible, InvalidInput
 from .model import Circuit, OCSLayout, TrafficMatrix, TrafficPhase, Wiring
 from .network import Network, ecmp_loads, optimal_routing
 
-OBJECTIVES = ("time", "hops", "phases")
+OBJECTIVES = ("time", "hops", "phases", "step")
 POLICIES = ("multihop", "direct")
 EXACT_ROUTING_MAX = 48    # accelerators: the routing LP always (a few seconds at most)
 ARC_LP_MAX_COLUMNS = 100_000   # destinations x links: below this the arc LP is the faster exact routing
@@ -48,9 +51,16 @@ class WiringProblem:
     name: str = ""
     instance: dict | None = None
     phases: tuple[TrafficPhase, ...] = ()
+    workload: Any = None          # the instance's Workload, for the step objective
 
     def __post_init__(self) -> None:
         n = self.traffic.accelerators
+        if self.objective == "step":
+            if self.workload is None:
+                raise InvalidInput("the step objective needs an instance (the evaluator times its decode step)",
+                                   field="objective")
+            if not np.allclose(self.workload.traffic.bytes_, self.traffic.bytes_, rtol=1e-9, atol=1e-6):
+                raise InvalidInput("the workload's traffic differs from the problem's", field="traffic")
         if self.phases:
             empty = [p.name for p in self.phases if not (p.bytes_ > 0).any()]
             if empty:
@@ -93,9 +103,11 @@ class WiringProblem:
 
     @classmethod
     def from_instance(cls, inst: Any, traffic: TrafficMatrix, objective: str = "time", policy: str = "multihop",
-                      fixed_circuits: tuple[Circuit, ...] = ()) -> "WiringProblem":
+                      fixed_circuits: tuple[Circuit, ...] = (), phases: tuple[TrafficPhase, ...] = (),
+                      workload: Any = None) -> "WiringProblem":
         return cls(traffic, inst.ocs_layout(), inst.hardware.port_bandwidth_gbps, objective, policy,
-                   tuple(fixed_circuits), inst.hardware.link_latency_us, inst.name, inst.summary())
+                   tuple(fixed_circuits), inst.hardware.link_latency_us, inst.name, inst.summary(), tuple(phases),
+                   workload)
 
     @property
     def accelerators(self) -> int:
@@ -105,20 +117,22 @@ class WiringProblem:
         """The same problem under the ``time`` objective (the step's bytes at once): a relaxation of
         ``phases`` (its optimum and bounds are lower bounds) and what structure-based starts look at."""
         from dataclasses import replace
-        return self if self.objective == "time" else replace(self, objective="time", phases=())
+        return self if self.objective == "time" else replace(self, objective="time", phases=(), workload=None)
 
     def phase_problems(self) -> list[tuple[float, "WiringProblem"]]:
         """(weight, the ``time`` problem of that phase alone) for every phase."""
         from dataclasses import replace
-        return [(p.weight, replace(self, traffic=TrafficMatrix(p.bytes_, name=p.name), objective="time", phases=()))
-                for p in self.phases]
+        return [(p.weight, replace(self, traffic=TrafficMatrix(p.bytes_, name=p.name), objective="time", phases=(),
+                                   workload=None)) for p in self.phases]
 
     def restricted(self, idx: np.ndarray, layout: OCSLayout) -> "WiringProblem":
         """The problem on the accelerators `idx` only (their demand, each phase's too: phases without bytes
-        there are dropped, and with none left it is the ``time`` problem), on `layout`."""
+        there are dropped, and with none left it is the ``time`` problem; the ``step`` objective times a
+        whole instance, so a part of it is the ``time`` problem), on `layout`."""
         sub = np.ix_(idx, idx)
         phases = tuple(TrafficPhase(p.name, p.bytes_[sub], p.weight) for p in self.phases if (p.bytes_[sub] > 0).any())
-        objective = "time" if self.objective == "phases" and not phases else self.objective
+        objective = "time" if (self.objective == "phases" and not phases) or self.objective == "step" \
+            else self.objective
         return WiringProblem(TrafficMatrix(self.traffic.bytes_[sub]), layout, self.port_bandwidth_gbps,
                              objective, self.policy, (), self.link_latency_us, self.name,
                              phases=phases if objective == "phases" else ())
@@ -158,6 +172,10 @@ class WiringProblem:
         n = self.accelerators
         if ((dem > 0) & (net.dist[:n, :n] >= np.iinfo(np.int32).max)).any():
             return float("inf"), "disconnected"
+        if self.objective == "step":
+            from .evaluate import evaluate_workload
+            ev = evaluate_workload(self.workload, "ocs", wiring, routing="balanced")
+            return ev.step_time_us * 1e-6, "evaluator (analytical, balanced)"
         if self.objective == "phases":
             total, how = 0.0, set()
             for w, sub in self.phase_problems():

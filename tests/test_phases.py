@@ -184,3 +184,43 @@ def test_cli_phases_objective_needs_phases(tmp_path):
     assert code == 2 and "m.npy" in err and "--objective" in err
     code, _, err = run("traffic", tmp_path / "m.npy", "--phases", tmp_path / "p.toml")
     assert code == 2 and "--phases" in err and not (tmp_path / "p.toml").exists()
+
+
+# --- the step objective: the evaluator's analytical decode step ------------------------------------------
+def test_step_objective_needs_a_workload_and_its_bound_holds():
+    from solvers import baselines
+    from synth.evaluate import evaluate_workload, ocs_step_lower_bound_us
+    with pytest.raises(InvalidInput) as exc:
+        WiringProblem(TrafficMatrix(pairs(4, [(0, 1)])), OCSLayout.uniform(4, 2), 800.0, "step")
+    assert exc.value.field == "objective"
+    for name in ("llama405b-tp8pp2-16", "qwen3-235b-64"):
+        inst = load_instance(f"instances/decode/{name}.toml")
+        wl = build_workload(inst)
+        prob = WiringProblem.from_instance(inst, wl.traffic, "step", workload=wl)
+        lb = ocs_step_lower_bound_us(wl, prob.layout.capacity.sum(axis=1), prob.port_bytes_per_s)
+        for seed in (0, 1):
+            w = baselines.expander(prob.layout, seed)
+            step = evaluate_workload(wl, "ocs", w, routing="balanced").step_time_us
+            assert 0 < lb <= step and prob.score(w)[0] == pytest.approx(step * 1e-6)
+        assert best_bound(prob)[0] == pytest.approx(lb * 1e-6)
+
+
+def test_cli_step_objective(tmp_path):
+    inst = "instances/decode/llama405b-tp8pp2-16.toml"
+    w = tmp_path / "w.json"
+    code, out, _ = run("wire", inst, "--objective", "step", "--solver", "search", "--time-limit", "5", "-o", w,
+                       "--json")
+    block = json.loads(out)
+    assert code == 0 and block["objective_kind"] == "step" and 0 < block["bound"] <= block["objective"]
+    assert run("verify", w, "--instance", inst)[0] == 0
+    code, out, _ = run("evaluate", inst, "--fabric", "ocs", "--wiring", w, "--routing", "balanced", "--json")
+    assert code == 0 and json.loads(out)["step_time_us"] * 1e-6 == pytest.approx(block["objective"], rel=1e-9)
+    w.write_text("keep")
+    for args in (["--solver", "milp"], ["--solver", "cpsat"]):
+        code, _, err = run("wire", inst, "--objective", "step", *args, "-o", w)
+        assert code == 2 and "solver" in err
+        assert len(err.strip().splitlines()) == 1 and w.read_text() == "keep"
+    np.save(tmp_path / "m.npy", pairs(4, [(0, 1)]))
+    code, _, err = run("wire", tmp_path / "m.npy", "--objective", "step", "--ports", 2, "--port-bandwidth-gbps", 800,
+                       "-o", w)
+    assert code == 2 and "instance" in err and w.read_text() == "keep"
