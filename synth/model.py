@@ -529,6 +529,8 @@ class SolveResult:
             return None
         if self.objective <= 0:
             return 0.0
+        if not math.isfinite(self.objective):      # a wiring that never finishes: as far from the bound as can be
+            return 1.0
         return max(0.0, (self.objective - self.bound) / self.objective)
 
     def to_dict(self) -> dict[str, Any]:

@@ -187,6 +187,8 @@ class WiringProblem:
             return float((dem * net.dist[:n, :n]).sum()), "shortest"
         if self.policy == "direct":
             adj = wiring.adjacency()
+            if ((dem > 0) & (adj == 0)).any():       # a demand with no circuit of its own: never served
+                return float("inf"), "direct"
             with np.errstate(divide="ignore"):
                 t = np.where(dem > 0, dem / (np.maximum(adj, 1e-300) * self.port_bytes_per_s), 0.0)
             return float(t.max()), "direct"

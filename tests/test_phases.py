@@ -215,6 +215,11 @@ def test_cli_step_objective(tmp_path):
     assert run("verify", w, "--instance", inst)[0] == 0
     code, out, _ = run("evaluate", inst, "--fabric", "ocs", "--wiring", w, "--routing", "balanced", "--json")
     assert code == 0 and json.loads(out)["step_time_us"] * 1e-6 == pytest.approx(block["objective"], rel=1e-9)
+    # auto on 16 accelerators: the MILP of the step's communication (phases), timed by the evaluator
+    code, out, _ = run("wire", inst, "--objective", "step", "--time-limit", "8", "-o", w, "--json")
+    block = json.loads(out)
+    assert code == 0 and block["objective_kind"] == "step" and block["proxy"].startswith("phases objective")
+    assert run("verify", w, "--instance", inst)[0] == 0
     w.write_text("keep")
     for args in (["--solver", "milp"], ["--solver", "cpsat"]):
         code, _, err = run("wire", inst, "--objective", "step", *args, "-o", w)

@@ -768,3 +768,16 @@ def test_coupled_groups_are_wired_once_copied_and_joined(stages):
     # the whole-instance solve starts from it, so it is never worse
     full = wire_(p, "milp", SolveParams(time_limit_s=8))
     assert full.objective <= res.objective * (1 + 1e-9) and not wiring_violations(full.artifact)
+
+
+def test_direct_policy_scores_an_unserved_demand_as_never_done():
+    """Direct only: a demand without a circuit of its own is never served (inf, gap 1), not a huge number;
+    the search starts from the greedy baseline, which gives every demand its circuit."""
+    t = np.zeros((5, 5))
+    for a, c in [(0, 1), (2, 3), (0, 2), (1, 4)]:
+        t[a, c] = t[c, a] = 1e9
+    prob = problem(t, 3, policy="direct")
+    res = wire(prob, "expander", SolveParams(seed=0))
+    assert res.objective == float("inf") and res.gap == 1.0 and res.status == SolveStatus.FEASIBLE
+    res = wire(prob, "search", SolveParams(time_limit_s=5))
+    assert res.objective == pytest.approx(0.01) and res.status == SolveStatus.OPTIMAL
