@@ -99,7 +99,7 @@ def solve_milp_phases(problem: WiringProblem, params: SolveParams, per_switch: b
     # solved to a tenth of the gap, so that the bound it proves can meet the gap
     fine = replace(params, rel_gap=params.rel_gap / 10)
     best = None                     # (objective, wiring)
-    if start is not None and not per_switch:
+    if start is not None and not problem.fixed_circuits:
         thetas = [sub.score(start, "best")[0] for _, sub, _ in parts]
         if all(np.isfinite(thetas)):
             best = (sum(w * th for (w, _, _), th in zip(parts, thetas)), start)
@@ -158,7 +158,8 @@ def solve_milp_phases(problem: WiringProblem, params: SolveParams, per_switch: b
         return SolveResult(SolveStatus.NO_SOLUTION, None, None, time.perf_counter() - t0, name, version,
                            params.seed, limit, message="the solver stopped without a wiring")
     extra = {"backend": backend, "symmetry_rows": len(sym), "cluster_rows": ncl, "kelley_rounds": rounds,
-             "tangents": sum(len(p) for p in points), "model": "per-switch" if per_switch else "degree relaxation, coloured"}
+             "tangents": sum(len(p) for p in points),
+             "model": "per-switch" if per_switch else "degree relaxation, coloured"}
     return _finish(problem, name, version, params, t0, SolveStatus.FEASIBLE, limit, best[1], bound or None, extra)
 
 
@@ -179,7 +180,7 @@ def solve_cpsat_phases(problem: WiringProblem, params: SolveParams, per_switch: 
     cuts = [MetricCuts(sub, ix) for _, sub, _ in parts]
     first = baselines.expander(problem.layout, params.seed) if not problem.fixed_circuits else None
     upper = problem.score(first, "best")[0] if first is not None else float("inf")
-    if start is not None and not per_switch:
+    if start is not None and not problem.fixed_circuits:
         alt = problem.score(start, "best")[0]
         if alt < upper:
             first, upper = start, alt

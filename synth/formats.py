@@ -1,6 +1,7 @@
 """File formats: traffic matrices (.npy, CSV), a step's phases (TOML listing one matrix per phase), wiring
-files (JSON), OCS cross-connect tables (CSV), and atomic writes. Every reader names the file and the field in its errors; every writer writes a temporary
-file beside the target and renames it, so a crash never leaves a half-written file.
+files (JSON), OCS cross-connect tables (CSV), and atomic writes. Every reader names the file and the field
+in its errors; every writer writes a temporary file beside the target and renames it, so a crash never
+leaves a half-written file.
 """
 from __future__ import annotations
 

@@ -65,9 +65,8 @@ class WiringProblem:
             empty = [p.name for p in self.phases if not (p.bytes_ > 0).any()]
             if empty:
                 raise InvalidInput(f"phase {empty[0]!r} has no bytes", field="phases")
-            total = sum(p.weight * p.bytes_ for p in self.phases)
-            if any(p.bytes_.shape != (n, n) for p in self.phases) or \
-                    not np.allclose(total, self.traffic.bytes_, rtol=1e-9, atol=1e-6):
+            if any(p.bytes_.shape != (n, n) for p in self.phases) or not np.allclose(
+                    sum(p.weight * p.bytes_ for p in self.phases), self.traffic.bytes_, rtol=1e-9, atol=1e-6):
                 raise InvalidInput("phases (weight x bytes) do not sum to the traffic matrix", field="phases")
         elif self.objective == "phases":
             raise InvalidInput("the phases objective needs the step's phases (an instance, or a phases file)",
@@ -138,8 +137,9 @@ class WiringProblem:
                              phases=phases if objective == "phases" else ())
 
     def demand_colours(self) -> np.ndarray:
-        """A matrix whose entries are equal exactly where the demand is, in every phase (> 0 where any
-        phase has bytes): what a relabelling of accelerators must preserve to be a symmetry."""
+        """A matrix whose entries (i, j) and (k, l) are equal exactly when every phase has the same bytes at
+        both (> 0 where any phase has bytes): what a relabelling of accelerators must preserve to be a
+        symmetry of the problem (the total alone can have more)."""
         if not self.phases:
             return self.traffic.bytes_
         stack = np.stack([p.bytes_ for p in self.phases], axis=-1).reshape(-1, len(self.phases))
