@@ -417,7 +417,7 @@ def compare(instance: str, fabrics: str, baseline: str, wiring_path: str | None,
 # --------------------------------------------------------------------------------------------------
 def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, radix: int | None,
                     objective: str, policy: str, fixed: str | None, sets: tuple[str, ...],
-                    context_tokens: int | None):
+                    context_tokens: int | None, spare: int = 0):
     """The wiring problem of an instance (its decode traffic) or of a raw matrix (+ hardware options)."""
     from .formats import is_phases_file, load_phases, load_traffic, load_wiring
     from .model import OCSLayout, phases_traffic
@@ -471,6 +471,11 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
         bw, lat, name = bandwidth, 0.0, os.path.basename(source)
         summary = {"name": name, "path": source, "accelerators": traffic.accelerators, "ports": ports,
                    "port_bandwidth_gbps": bandwidth}
+    if spare:
+        try:
+            layout = layout.with_spare(spare)
+        except InvalidInput as exc:
+            raise InvalidInput(exc.rule, field="--spare-ports", source=source) from None
     if fixed:
         fw = load_wiring(fixed)
         if fw.accelerators != traffic.accelerators or fw.ports_per_accelerator != layout.ports:
@@ -512,6 +517,9 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
               help="Raw matrix or phases file: ports per OCS (default: accelerators).")
 @click.option("--fixed", type=click.Path(dir_okay=False, path_type=str),
               help="Wiring file whose circuits must be kept (milp / cpsat).")
+@click.option("--spare-ports", "spare", default=0, show_default=True, type=int,
+              help="Ports per accelerator left dark as spares (its last ones; on a one-switch-per-port layout "
+                   "whole OCS planes), held for failover or another mode's circuits.")
 @click.option("--xconnect", "xconnect_dir", type=click.Path(file_okay=False, path_type=str),
               help="Also write per-switch cross-connect CSVs into this existing folder.")
 @click.option("--baselines", "with_baselines", is_flag=True, help="Also score the baselines, same bound.")
@@ -521,8 +529,8 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
 @handles_errors
 def wire(source: str, output: str, solver: str, backend: str, objective: str, policy: str, time_limit: float,
          seed: int, max_moves: int | None, ports: int | None, bandwidth: float | None, radix: int | None, fixed: str | None,
-         xconnect_dir: str | None, with_baselines: bool, context_tokens: int | None, sets: tuple[str, ...],
-         as_json: bool) -> None:
+         spare: int, xconnect_dir: str | None, with_baselines: bool, context_tokens: int | None,
+         sets: tuple[str, ...], as_json: bool) -> None:
     """Choose the OCS circuits for an INSTANCE (.toml), a raw traffic matrix (.npy/.csv) or a phases file
     (.toml with format = "ocs-synth/phases", as `ocs-synth traffic --phases` writes) and write the wiring
     file (with its solve block: status, objective, bound, gap). The wiring is verified before it is
@@ -540,7 +548,7 @@ def wire(source: str, output: str, solver: str, backend: str, objective: str, po
         raise InvalidInput(f"must be >= 0, got {seed}", field="--seed")
     if max_moves is not None and max_moves < 1:
         raise InvalidInput(f"must be >= 1, got {max_moves}", field="--max-moves")
-    problem = _wiring_problem(source, ports, bandwidth, radix, objective, policy, fixed, sets, context_tokens)
+    problem = _wiring_problem(source, ports, bandwidth, radix, objective, policy, fixed, sets, context_tokens, spare)
     if problem.fixed_circuits and solver not in ("milp", "cpsat", "auto"):
         raise InvalidInput("fixed circuits are kept by the exact solvers only (--solver milp or cpsat)",
                            field="--fixed")

@@ -100,6 +100,21 @@ class OCSLayout:
         radix = accelerators if switch_radix is None else int(switch_radix)
         return cls(sop, (radix,) * ports)
 
+    def with_spare(self, k: int) -> "OCSLayout":
+        """The layout with each accelerator's last `k` OCS-attached ports left dark: spares held for
+        failover or for another mode's circuits (on a one-switch-per-port layout, k whole OCS planes)."""
+        if k < 0:
+            raise InvalidInput(f"must be >= 0, got {k}", field="spare_ports")
+        attached = self.switch_of_port >= 0
+        from_right = np.cumsum(attached[:, ::-1], axis=1)[:, ::-1]   # attached ports at or after each one
+        short = np.flatnonzero(attached.sum(axis=1) <= k)
+        if k and short.size:
+            a = int(short[0])
+            raise InvalidInput(f"accelerator {a} has {int(attached[a].sum())} OCS ports; {k} spare would leave "
+                               "none", field="spare_ports")
+        sop = np.where(attached & (from_right <= k), -1, self.switch_of_port)
+        return OCSLayout(sop, self.switch_radix)
+
     @property
     def accelerators(self) -> int:
         return int(self.switch_of_port.shape[0])

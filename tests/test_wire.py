@@ -781,3 +781,21 @@ def test_direct_policy_scores_an_unserved_demand_as_never_done():
     assert res.objective == float("inf") and res.gap == 1.0 and res.status == SolveStatus.FEASIBLE
     res = wire(prob, "search", SolveParams(time_limit_s=5))
     assert res.objective == pytest.approx(0.01) and res.status == SolveStatus.OPTIMAL
+
+
+def test_cli_spare_ports_stay_dark(tmp_path):
+    m = str(tmp_path / "ring.npy")
+    np.save(m, ring_demand(6))
+    out = tmp_path / "w.json"
+    code, stdout, _ = run("wire", m, "--ports", "3", "--port-bandwidth-gbps", "800", "--spare-ports", "1",
+                          "--solver", "milp", "-o", str(out), "--json")
+    assert code == 0 and json.loads(stdout)["status"] == "OPTIMAL"
+    from synth.formats import load_wiring
+    w = load_wiring(str(out))
+    assert w.circuits and all(c.a_port < 2 and c.b_port < 2 for c in w.circuits)   # port 2 of each is spare
+    assert (w.layout.switch_of_port[:, 2] == -1).all() and run("verify", str(out))[0] == 0
+    out.write_text("keep")
+    for k in ("3", "-1"):
+        code, _, err = run("wire", m, "--ports", "3", "--port-bandwidth-gbps", "800", "--spare-ports", k,
+                           "-o", str(out))
+        assert code == 2 and "--spare-ports" in err and "ring.npy" in err and out.read_text() == "keep"
