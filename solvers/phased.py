@@ -96,6 +96,7 @@ def solve_milp_phases(problem: WiringProblem, params: SolveParams, per_switch: b
             tangent(k, top / TANGENT_RATIO ** j)
     prob += pulp.lpSum(w * s_k for (w, _, _), s_k in zip(parts, s))
     ctrl_c = HighsCtrlC()
+    say = params.progress or (lambda msg: None)
     # solved to a tenth of the gap, so that the bound it proves can meet the gap
     fine = replace(params, rel_gap=params.rel_gap / 10)
     best = None                     # (objective, wiring)
@@ -144,6 +145,7 @@ def solve_milp_phases(problem: WiringProblem, params: SolveParams, per_switch: b
         objective = sum(w * th for (w, _, _), th in zip(parts, thetas))
         if best is None or objective < best[0]:
             best = (objective, wiring)
+        say(f"phases milp round {rounds}: {objective:.6g} s (best {best[0]:.6g}), bound {bound:.6g}")
         if best[0] - bound <= params.rel_gap * best[0]:
             break
         if not solved:
@@ -245,6 +247,7 @@ def solve_cpsat_phases(problem: WiringProblem, params: SolveParams, per_switch: 
     proposals = 0
     limit = Limit.NONE
     version = f"ortools {ortools.__version__}"
+    say = params.progress or (lambda msg: None)
 
     while True:
         left = params.time_limit_s - (time.perf_counter() - t0)
@@ -285,6 +288,7 @@ def solve_cpsat_phases(problem: WiringProblem, params: SolveParams, per_switch: 
             continue
         if np.isfinite(objective) and (best is None or objective < best[0]):
             best = (objective, _wiring_from(problem, counts, {}))
+            say(f"phases cpsat: {objective:.6g} s after {proposals} proposals, bound {bound:.6g}")
         if best is not None and best[0] - bound <= params.rel_gap * best[0]:
             break
         if st != cp_model.OPTIMAL:
