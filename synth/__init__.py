@@ -13,19 +13,19 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from .errors import Infeasible, InvalidInput, InvalidInstance, SolverUnavailable, SynthError
-from .formats import (load_traffic, load_wiring, read_xconnect, save_traffic, save_wiring, write_xconnect,
-                      xconnect_tables)
+from .formats import (load_phases, load_traffic, load_wiring, read_xconnect, save_phases, save_traffic, save_wiring,
+                      write_xconnect, xconnect_tables)
 from .instance import Instance, ModelSpec, load_instance
 from .model import (Accelerator, Circuit, Collective, CollectiveKind, Limit, OCSLayout, Schedule, SolveParams,
-                    SolveResult, SolveStatus, TrafficMatrix, Transfer, Wiring)
+                    SolveResult, SolveStatus, TrafficMatrix, TrafficPhase, Transfer, Wiring, phases_traffic)
 from .verify import Violation, require_valid_wiring, wiring_violations
-from .workload import Workload, build_workload
+from .workload import Workload, build_workload, step_phases
 
 __all__ = [
     "Accelerator", "Circuit", "Collective", "CollectiveKind", "Infeasible", "Instance", "InvalidInput",
     "InvalidInstance", "Limit", "ModelSpec", "OCSLayout", "Schedule", "SolveParams", "SolveResult",
-    "SolveStatus", "SolverUnavailable", "SynthError", "TrafficMatrix", "Transfer", "Violation", "Wiring",
-    "Workload", "build_workload", "load_instance", "load_traffic", "load_wiring", "read_xconnect",
-    "require_valid_wiring", "save_traffic", "save_wiring", "wiring_violations", "write_xconnect",
-    "xconnect_tables", "__version__",
+    "SolveStatus", "SolverUnavailable", "SynthError", "TrafficMatrix", "TrafficPhase", "Transfer", "Violation",
+    "Wiring", "Workload", "build_workload", "load_instance", "load_phases", "load_traffic", "load_wiring",
+    "phases_traffic", "read_xconnect", "require_valid_wiring", "save_phases", "save_traffic", "save_wiring",
+    "step_phases", "wiring_violations", "write_xconnect", "xconnect_tables", "__version__",
 ]
