@@ -204,10 +204,11 @@ def is_phases_file(path: str | os.PathLike) -> bool:
     import tomllib
     if not os.fspath(path).endswith(".toml"):
         return False
+    text = read_text(path)
     try:
-        return tomllib.loads(read_text(path)).get("format") == PHASES_FORMAT
-    except tomllib.TOMLDecodeError:
-        return False                  # the instance reader reports it
+        return tomllib.loads(text).get("format") == PHASES_FORMAT
+    except tomllib.TOMLDecodeError:   # malformed: whichever reader it was meant for reports it
+        return PHASES_FORMAT in text
 
 
 def load_phases(path: str | os.PathLike) -> tuple[str, tuple[TrafficPhase, ...]]:
@@ -253,7 +254,10 @@ def load_phases(path: str | os.PathLike) -> tuple[str, tuple[TrafficPhase, ...]]
             raise InvalidInput(f"must be a number > 0, got {weight!r}", field=f"{where}.weight", source=source)
         if not isinstance(t["matrix"], str):
             raise InvalidInput(f"must be a file name, got {t['matrix']!r}", field=f"{where}.matrix", source=source)
-        tm = load_traffic(os.path.join(folder, t["matrix"]))
+        try:
+            tm = load_traffic(os.path.join(folder, t["matrix"]))
+        except InvalidInput as exc:
+            raise InvalidInput(f"{t['matrix']}: {exc.rule}", field=f"{where}.matrix", source=source) from None
         if n is not None and tm.accelerators != n:
             raise InvalidInput(f"matrix is {tm.accelerators} x {tm.accelerators}, the first phase's is {n} x {n}",
                                field=f"{where}.matrix", source=source)
