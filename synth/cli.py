@@ -577,7 +577,8 @@ def wire(source: str, output: str, solver: str, backend: str, objective: str, po
         echo_json(block)
         return
     unit = "byte-hops" if objective == "hops" else "s"
-    click.echo(f"{res.solver}: {res.status.value} ({res.limit.value} limit), objective {res.objective:.6g} {unit}, "
+    stopped = "" if res.limit.value == "none" else f" ({res.limit.value} limit)"
+    click.echo(f"{res.solver}: {res.status.value}{stopped}, objective {res.objective:.6g} {unit}, "
                f"bound {res.bound:.6g}, gap {100 * (res.gap or 0):.2f}%, {res.wall_s:.1f} s")
     click.echo(f"  {len(res.artifact.circuits)} circuits on {res.artifact.layout.switches} switches, routing "
                f"{block.get('routing')}; bounds: " + ", ".join(f"{k} {v:.6g}" for k, v in block.get("bounds", {}).items()))
