@@ -309,6 +309,7 @@ def _solve_lp_relaxation(problem: WiringProblem, time_limit_s: float):
 
 
 _PHASES_CACHE: "weakref.WeakKeyDictionary[WiringProblem, dict]" = weakref.WeakKeyDictionary()
+_STEP_CACHE: "weakref.WeakKeyDictionary[WiringProblem, float]" = weakref.WeakKeyDictionary()
 
 
 def _phases_bound(problem: WiringProblem, lp: bool) -> tuple[float, dict[str, float]]:
@@ -329,12 +330,11 @@ def best_bound(problem: WiringProblem, lp: bool = True) -> tuple[float, dict[str
     if problem.objective == "phases":
         return _phases_bound(problem, lp)
     if problem.objective == "step":
-        if problem not in _PHASES_CACHE:
+        if problem not in _STEP_CACHE:
             from synth.evaluate import ocs_step_lower_bound_us
-            b = ocs_step_lower_bound_us(problem.workload, problem.layout.capacity.sum(axis=1),
-                                        problem.port_bytes_per_s)
-            _PHASES_CACHE[problem] = {"critical_path": b * 1e-6}
-        return _PHASES_CACHE[problem]["critical_path"], dict(_PHASES_CACHE[problem])
+            _STEP_CACHE[problem] = 1e-6 * ocs_step_lower_bound_us(
+                problem.workload, problem.layout.capacity.sum(axis=1), problem.port_bytes_per_s)
+        return _STEP_CACHE[problem], {"critical_path": _STEP_CACHE[problem]}
     named = {"injection": injection_bound(problem), "moore": moore_bound(problem)}
     if problem.objective == "time":
         named["relay_count"] = relay_count_bound(problem)

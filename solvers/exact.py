@@ -426,12 +426,13 @@ def _source_routing(prob, problem: WiringProblem, ix: _Index, D: np.ndarray, lam
     load terms of every arc and all flow variables (named with `prefix`, e.g. one per phase)."""
     import pulp
     keys, out_k, inn_k = _flow_keys(problem, ix)
-    keys = [key for key in keys if D[key[0]].sum() > 0]
+    live = D.sum(axis=1) > 0               # sources with bytes (in this phase)
+    keys = [key for key in keys if live[key[0]]]
     f = {key: prob.add_variable(prefix + "f_%d_%d_%d" % key, 0) for key in keys}
     out = {kv: [f[key] for key in ks if key in f] for kv, ks in out_k.items()}
     inn = {kv: [f[key] for key in ks if key in f] for kv, ks in inn_k.items()}
     for k in ix.srcs:
-        if D[k].sum() <= 0:
+        if not live[k]:
             continue
         for v_ in range(ix.n):
             if problem.policy == "direct" and v_ != k and D[k, v_] == 0:

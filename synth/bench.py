@@ -99,30 +99,24 @@ def load_suite(path: str) -> list[dict[str, Any]]:
 
 
 def suite_problem(case: dict[str, Any]):
+    from .formats import is_phases_file, load_phases_traffic, load_traffic
     from .instance import load_instance
-    from .formats import load_traffic
     from .model import OCSLayout
     from .problem import WiringProblem
-    from .workload import build_workload
-    from .formats import is_phases_file
+    from .workload import build_workload, step_phases
+    phases: tuple = ()
     if is_phases_file(case["source"]):
-        from .formats import load_phases
-        from .model import phases_traffic
-        name, phases = load_phases(case["source"])
-        tm = phases_traffic(phases, name)
-        return WiringProblem(tm, OCSLayout.uniform(tm.accelerators, case["ports"]), case["port_bandwidth_gbps"],
-                             case["objective"], name=case["name"],
-                             phases=phases if case["objective"] == "phases" else ())
-    if case["source"].endswith(".toml"):
-        from .workload import step_phases
+        tm, phases = load_phases_traffic(case["source"])
+    elif case["source"].endswith(".toml"):
         inst = load_instance(case["source"])
         wl = build_workload(inst)
         return WiringProblem.from_instance(inst, wl.traffic, objective=case["objective"],
                                            phases=step_phases(wl) if case["objective"] == "phases" else (),
                                            workload=wl if case["objective"] == "step" else None)
-    tm = load_traffic(case["source"])
+    else:
+        tm = load_traffic(case["source"])
     return WiringProblem(tm, OCSLayout.uniform(tm.accelerators, case["ports"]), case["port_bandwidth_gbps"],
-                         case["objective"], name=case["name"])
+                         case["objective"], name=case["name"], phases=phases if case["objective"] == "phases" else ())
 
 
 def check_case(case: dict[str, Any], status: str, objective: float, rel: float = 1e-6,

@@ -121,8 +121,8 @@ def traffic(source: str, output: str | None, phases_out: str | None, as_json: bo
     and executions per step), the largest entries and the peers per accelerator (the fewest ports a
     direct-only wiring would need).
     """
-    from .formats import check_output_path, is_phases_file, load_phases, load_traffic, save_phases, save_traffic
-    from .model import phases_traffic
+    from .formats import (check_output_path, is_phases_file, load_phases_traffic, load_traffic, save_phases,
+                          save_traffic)
     for out in (output, phases_out):
         if out:
             check_output_path(out)
@@ -142,11 +142,7 @@ def traffic(source: str, output: str | None, phases_out: str | None, as_json: bo
         if sets or context_tokens:
             raise InvalidInput("--set and --context apply to instance files only", field="--set", source=source)
         if is_phases_file(source):
-            name, phases = load_phases(source)
-            try:
-                tm = phases_traffic(phases, name)
-            except InvalidInput as exc:
-                raise exc.located(source) from None
+            tm, phases = load_phases_traffic(source)
         else:
             tm = load_traffic(source)
         nz = tm.row_nonzeros()
@@ -419,8 +415,8 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
                     objective: str, policy: str, fixed: str | None, sets: tuple[str, ...],
                     context_tokens: int | None, spare: int = 0):
     """The wiring problem of an instance (its decode traffic) or of a raw matrix (+ hardware options)."""
-    from .formats import is_phases_file, load_phases, load_traffic, load_wiring
-    from .model import OCSLayout, phases_traffic
+    from .formats import is_phases_file, load_phases_traffic, load_traffic, load_wiring
+    from .model import OCSLayout
     from .problem import WiringProblem
     fixed_circuits: tuple = ()
     phases: tuple = ()
@@ -456,11 +452,7 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
                                field="--objective", source=source)
         workload = None
         if raw_phases:
-            name, phases = load_phases(source)
-            try:
-                traffic = phases_traffic(phases, name)
-            except InvalidInput as exc:
-                raise exc.located(source) from None
+            traffic, phases = load_phases_traffic(source)
             phases = phases if objective == "phases" else ()
         elif objective == "phases":
             raise InvalidInput("a single matrix has no phases: give a phases file (format = "

@@ -34,7 +34,7 @@ from .collectives import Phase, algorithms
 from .fabric import FabricChoice, build_network, parse_fabric
 from .model import CollectiveKind, Wiring
 from .network import Network, completion_time, ecmp_loads, sample_paths
-from .workload import CommOp, Workload, build_workload
+from .workload import CommOp, Workload, build_workload, scatter
 
 SECONDS_PER_YEAR = 365.25 * 24 * 3600
 BALANCED_ROUNDS = 100  # multiplicative-weights rounds of --routing balanced
@@ -89,10 +89,14 @@ def op_alpha(net: Network) -> float:
     return float(net.meta.get("alpha_us", 0.0))
 
 
-def _scatter(net: Network, groups: np.ndarray, pattern: np.ndarray) -> np.ndarray:
-    dem = np.zeros((net.accelerators, net.accelerators))
-    dem[groups[:, :, None], groups[:, None, :]] += pattern
-    return dem
+def op_algorithms(op: CommOp) -> dict[str, list[Phase]]:
+    """The collective algorithms any fabric offers `op` (name -> phases); all-to-alls always include
+    sending the op's own pattern straight ("direct")."""
+    pattern = op.pattern if op.collective in (CollectiveKind.ALLTOALLV, CollectiveKind.P2P) else None
+    algs = algorithms(op.collective, op.group_size, op.message_bytes, pattern)
+    if op.collective == CollectiveKind.ALLTOALL:
+        algs = {"direct": [Phase(op.pattern)], **{k: v for k, v in algs.items() if k != "direct"}}
+    return algs
 
 
 def phase_time_us(net: Network, groups: np.ndarray, phase: Phase, alpha_us: float, fidelity: str = "analytical",
@@ -100,7 +104,7 @@ def phase_time_us(net: Network, groups: np.ndarray, phase: Phase, alpha_us: floa
     """Time of one repetition of a phase run by all groups at once, and its link loads (bytes). `routing`
     "balanced" routes the phase by multiplicative weights (multi-path, min-max utilization) instead of
     ECMP; the better of the two is kept (analytical fidelity)."""
-    dem = _scatter(net, groups, phase.pattern)
+    dem = scatter(net.accelerators, groups, phase.pattern)
     loads = ecmp_loads(net, dem)
     if routing == "balanced" and fidelity == "analytical" and loads.any():
         from .routing import mwu_routing
@@ -123,10 +127,7 @@ def phase_time_us(net: Network, groups: np.ndarray, phase: Phase, alpha_us: floa
 def time_collective(net: Network, op: CommOp, alpha_us: float, fidelity: str = "analytical",
                     algorithm: str | None = None, seed: int = 0, routing: str = "ecmp") -> OpTiming:
     """Best algorithm for the op on this network (or the named one)."""
-    pattern = op.pattern if op.collective in (CollectiveKind.ALLTOALLV, CollectiveKind.P2P) else None
-    algs = algorithms(op.collective, op.group_size, op.message_bytes, pattern)
-    if op.collective == CollectiveKind.ALLTOALL:
-        algs = {"direct": [Phase(op.pattern)], **{k: v for k, v in algs.items() if k != "direct"}}
+    algs = op_algorithms(op)
     from .collectives import dimension_ordered, hierarchical
     g0 = op.groups[0]
     if "dims" in net.meta and op.collective != CollectiveKind.P2P:
@@ -254,19 +255,17 @@ def ocs_step_lower_bound_us(wl: Workload, ports: np.ndarray, port_bytes_per_s: f
     alpha, hop = inst.hardware.step_latency_us, inst.hardware.link_latency_us
     cap = np.maximum(ports.astype(np.float64), 1e-300) * port_bytes_per_s
     low: dict[str, float] = {}
+    n = inst.accelerators
     for op in wl.comm_ops():
-        pattern = op.pattern if op.collective in (CollectiveKind.ALLTOALLV, CollectiveKind.P2P) else None
-        algs = algorithms(op.collective, op.group_size, op.message_bytes, pattern)
-        if op.collective == CollectiveKind.ALLTOALL:
-            algs = {"direct": [Phase(op.pattern)], **algs}
         best = np.inf
-        for phases in algs.values():
+        for phases in op_algorithms(op).values():
             total = 0.0
             for ph in phases:
-                dem = np.zeros((inst.accelerators, inst.accelerators))
-                dem[op.groups[:, :, None], op.groups[:, None, :]] += ph.pattern
-                busiest = float(max((dem.sum(axis=1) / cap).max(), (dem.sum(axis=0) / cap).max()))
-                total += ph.repeat * (alpha + (hop if dem.any() else 0.0) + busiest * 1e6)
+                sent, got = np.zeros(n), np.zeros(n)   # each accelerator's bytes out and in, every group at once
+                np.add.at(sent, op.groups, np.broadcast_to(ph.pattern.sum(axis=1), op.groups.shape))
+                np.add.at(got, op.groups, np.broadcast_to(ph.pattern.sum(axis=0), op.groups.shape))
+                busiest = float(max((sent / cap).max(), (got / cap).max()))
+                total += ph.repeat * (alpha + (hop if ph.pattern.any() else 0.0) + busiest * 1e6)
             best = min(best, total)
         low[op.name] = best
     return critical_path_us(wl, low)[0]

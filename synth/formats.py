@@ -268,6 +268,13 @@ def load_phases(path: str | os.PathLike) -> tuple[str, tuple[TrafficPhase, ...]]
     return str(doc.get("name", os.path.basename(source))), tuple(out)
 
 
+def load_phases_traffic(path: str | os.PathLike) -> tuple[TrafficMatrix, tuple[TrafficPhase, ...]]:
+    """A phases file as (the step's traffic matrix: the weighted sum, split by phase; the phases)."""
+    from .model import phases_traffic
+    name, phases = load_phases(path)
+    return phases_traffic(phases, name), phases
+
+
 def save_phases(phases: tuple[TrafficPhase, ...], path: str | os.PathLike, name: str = "") -> list[str]:
     """Write a phases file and one .npy matrix per phase beside it (`<stem>.<phase>.npy`); returns the paths
     written, the TOML last (so a reader never finds it pointing at a missing matrix)."""

@@ -411,6 +411,13 @@ def build_workload(inst: Instance) -> Workload:
                     b * kv_seq_acc, notes)
 
 
+def scatter(n: int, groups: np.ndarray, pattern: np.ndarray) -> np.ndarray:
+    """The n x n matrix of a per-group pattern run by every group (one row of `groups` each) at once."""
+    mat = np.zeros((n, n))
+    mat[groups[:, :, None], groups[:, None, :]] += pattern
+    return mat
+
+
 def step_phases(wl: Workload) -> tuple[TrafficPhase, ...]:
     """The decode step's communication as phases (:class:`~synth.model.TrafficPhase`): one per collective op,
     its bytes in one execution (every group at once) run `count` times per step; ops whose executions move
@@ -419,8 +426,7 @@ def step_phases(wl: Workload) -> tuple[TrafficPhase, ...]:
     n = wl.instance.accelerators
     phases: list[list] = []             # [name, matrix, weight]
     for op in wl.comm_ops():
-        mat = np.zeros((n, n))
-        mat[op.groups[:, :, None], op.groups[:, None, :]] += op.pattern
+        mat = scatter(n, op.groups, op.pattern)
         if not (mat > 0).any():
             continue
         same = next((p for p in phases if np.array_equal(p[1], mat)), None)
