@@ -270,7 +270,9 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams(), star
     admits the residual-capacity and cluster cuts at that time: first the best answer's time (better
     wirings), then a bisection between the bound and the answer. A probe proven infeasible raises the bound
     to its time, one that finds a wiring lowers the answer, one that runs out of its share (half the time
-    left) moves the next probe towards the bound. Every probe's answer and bound are in `rounds`."""
+    left) moves the next probe towards the bound. Before the probes, coupled groups (solvers/stages.py) get
+    the case split (two) or the net test (more) when the limit leaves them the time. Every probe's answer
+    and bound are in `rounds`."""
     from dataclasses import replace
     if problem.objective == "phases":
         from .phased import solve_milp_phases
@@ -278,7 +280,7 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams(), star
     if problem.objective != "time" or problem.policy == "direct":
         return _two_stage(problem, params, _solve_milp)
     t0 = time.perf_counter()
-    tg = _two_groups(problem, params, t0)
+    tg = _uniform_groups(problem, params, t0)
     best = _two_stage(problem, replace(params, time_limit_s=_first_s(params, FIRST_SHARE, tg)), _solve_milp)
     rounds = [_round(best, None)]
     if best.limit == Limit.INTERRUPT:        # Ctrl-C in the first round: what it has, or the expander
@@ -305,8 +307,10 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams(), star
     if best.status != SolveStatus.FEASIBLE or best.objective is None or not np.isfinite(best.objective):
         return best
     bound = best.bound or 0.0
-    if tg is not None:
+    if tg is not None and len(tg.groups) == 2:
         best, bound, interrupted = _case_split(problem, params, t0, tg, best, bound, rounds, "milp")
+    elif tg is not None:
+        bound, interrupted = _groups_net(params, t0, tg, best, bound, rounds, "milp")
     step = 1.0          # the first probe looks for better wirings than the first round's, then bisection
     while not interrupted:
         left = params.time_limit_s - (time.perf_counter() - t0)
@@ -350,6 +354,7 @@ FIRST_SHARE = 0.3   # of the time limit, for the plain time model before the pro
 STAGES_MIN_S = 900.0   # time left at which two coupled groups get the case split (solvers/stages.py)
 STAGES_MAX_GROUP = 10  # accelerators per group: its one-group models stay small
 STAGES_SHARE = 0.8     # of the time left, for the case split and its probes
+GROUPS_SHARE = 0.6     # of the time left, for the net test of three or more groups
 STAGES_FIRST_S = 120.0  # the plain model's first round before the case split
 CPSAT_FIRST_SHARE = 0.1   # CP-SAT's integer-routing round only supplies a first wiring; its probes do the rest
 TIGHT_GAP = 0.02     # below this gap a CP-SAT probe first tries to beat the best wiring at all
@@ -385,13 +390,32 @@ def _case_split(problem: WiringProblem, params: SolveParams, t0: float, tg, best
     return best, bound, False
 
 
-def _two_groups(problem: WiringProblem, params: SolveParams, t0: float):
-    """The two coupled groups of `solvers.stages` when the case split applies and has the time, else None."""
-    from .stages import two_groups
+def _uniform_groups(problem: WiringProblem, params: SolveParams, t0: float):
+    """The coupled groups of `solvers.stages` when its proofs apply and have the time, else None: two get the
+    case split (`_case_split`), more the net test (`_groups_net`)."""
+    from .stages import uniform_groups
     if params.time_limit_s - (time.perf_counter() - t0) < STAGES_MIN_S:
         return None
-    tg = two_groups(problem)
-    return tg if tg is not None and tg.n <= STAGES_MAX_GROUP else None
+    ug = uniform_groups(problem)
+    return ug if ug is not None and ug.n <= STAGES_MAX_GROUP else None
+
+
+def _groups_net(params: SolveParams, t0: float, ug, best: SolveResult, bound: float, rounds: list,
+                name: str) -> tuple[float, bool]:
+    """Three or more coupled groups: the net test's bound (`solvers.stages.groups_bound`) between the bound
+    and the best answer, in GROUPS_SHARE of the time left. Returns (bound, interrupted)."""
+    from .stages import groups_bound
+    say = params.progress or (lambda msg: None)
+    left = params.time_limit_s - (time.perf_counter() - t0)
+    say(f"{name}: net test of the {len(ug.groups)} groups between {bound:.6g} s and {best.objective:.6g} s")
+    try:
+        b, tests = groups_bound(ug, bound, best.objective, time.perf_counter() + GROUPS_SHARE * left,
+                                params.threads, params.rel_gap, say)
+    except KeyboardInterrupt:
+        rounds.append({"status": "groups net", "verdict": "interrupted"})
+        return bound, True
+    rounds.extend(tests)
+    return max(bound, b), False
 
 
 def _first_s(params: SolveParams, share: float, tg) -> float:
@@ -659,7 +683,7 @@ def solve_cpsat(problem: WiringProblem, params: SolveParams = SolveParams(), sta
     if problem.objective != "time" or problem.policy == "direct":
         return _two_stage(problem, params, _solve_cpsat)
     t0 = time.perf_counter()
-    tg = _two_groups(problem, params, t0)
+    tg = _uniform_groups(problem, params, t0)
     best = _two_stage(problem, replace(params, time_limit_s=_first_s(params, CPSAT_FIRST_SHARE, tg)), _solve_cpsat)
     say = params.progress or (lambda msg: None)
     say(f"cpsat first round: {best.status.value}" + (f", {best.objective:.6g} s" if best.objective else ""))
@@ -712,8 +736,8 @@ def _metric_probes(problem: WiringProblem, params: SolveParams, t0: float, best:
                    rounds: list[dict], tg=None) -> SolveResult:
     """Bisect between the bound and the best wiring with metric-inequality probes (solvers/benders.py): the
     first asks for anything better than the best wiring by more than the gap (which settles most small
-    instances), then halfway, moving towards the bound when a probe runs out of its share. `tg`: two coupled
-    groups, which get the case split first (`_case_split`)."""
+    instances), then halfway, moving towards the bound when a probe runs out of its share. `tg`: coupled
+    groups, which get the case split (two) or the net test (more) first."""
     from .benders import MetricCuts, probe
     say = params.progress or (lambda msg: None)
     ix = _index(problem)
@@ -740,7 +764,9 @@ def _metric_probes(problem: WiringProblem, params: SolveParams, t0: float, best:
         return "found", _finish(problem, "cpsat", best.solver_version, params, time.perf_counter(),
                                 SolveStatus.FEASIBLE, Limit.NONE, _wiring_from(problem, found[0], {}), None,
                                 {"model": "metric-inequality probe, one case of the two-group split"}), None
-    if tg is not None:
+    if tg is not None and len(tg.groups) > 2:
+        bound, interrupted = _groups_net(params, t0, tg, best, bound, rounds, "cpsat")
+    elif tg is not None:
         from .stages import relaxed_first, symmetric_relaxation
         relaxed = symmetric_relaxation(problem, tg)
         prober = case_probe

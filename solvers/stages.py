@@ -1,5 +1,5 @@
-"""Two coupled groups (a two-stage pipeline of tensor-parallel groups): a case split on the circuits
-between them, for proofs of the time objective.
+"""Coupled groups (a pipeline of tensor-parallel groups): a case split on the circuits between two of
+them, and a net test for more, for proofs of the time objective.
 
 Why. On such an instance the whole-instance MILP stalls at the relay count: its relaxation spreads the
 groups' relays over many fractional circuits between the groups, and branching on circuits does not move
@@ -39,10 +39,21 @@ the case's multisets; the rows are invariant under the automorphisms, so the nod
 valid). Every c > C_MAX goes to one probe with at least C_MAX + 1 circuits across. If every case is
 closed or proven infeasible, no wiring reaches T.
 
-Applies when the demand is two identical groups (`solvers.coupled.coupled_groups`) with uniform demand
+More groups (k >= 3, e.g. a four-stage pipeline): the net argument holds group by group. With r_g the
+units of group g's own bytes that leave it and h_g the units of other groups' bytes it carries (enter and
+leave), every byte that leaves its group passes through at least one other before it comes back, so
+sum_g h_g >= sum_g r_g, while r_g >= rho_g(x_g, h_g) for g's cross degrees x_g: sum_g (rho_g(x_g, h_g) - h_g)
+<= 0 for every wiring at T. One model per group with its cross degrees free (`group_relays` with x None)
+and h free minimizes rho_g - h over every x_g and h at once; when the sum of the minima (or of their dual
+bounds) is positive, no wiring reaches T (`net_test`), and `groups_bound` searches for the largest such T.
+No cases are enumerated, so the test covers any number of circuits between the groups; it does not see
+which groups the circuits join. On llama405b-tp8pp4-32 every group needs circuits across, each costs an
+accelerator a port of its group's all-to-all, and relaying through the other groups costs them what it saves.
+
+Applies when the demand is k >= 2 identical groups (`solvers.coupled.coupled_groups`) with uniform demand
 inside, the same ports at every accelerator and the same crossing bytes out of (and into) every
 accelerator of a group: then each group's model is symmetric under any relabelling and cases are
-multisets (partitions of c). Anything else: `two_groups` returns None and nothing here runs.
+multisets (partitions of c). Anything else: `uniform_groups` returns None and nothing here runs.
 """
 from __future__ import annotations
 
@@ -59,12 +70,12 @@ TOL = 1e-7           # in circuit units
 
 
 @dataclass(frozen=True)
-class TwoGroups:
-    groups: tuple[tuple[int, ...], tuple[int, ...]]
+class UniformGroups:
+    groups: tuple[tuple[int, ...], ...]
     d: float                        # bytes between every ordered pair inside a group
     ports: int                      # ports of every accelerator
-    out_b: tuple[float, float]      # bytes each accelerator of group g sends to the other group
-    in_b: tuple[float, float]       # bytes each accelerator of group g receives from it
+    out_b: tuple[float, ...]        # bytes each accelerator of group g sends out of its group
+    in_b: tuple[float, ...]         # bytes each accelerator of group g receives from outside it
     port_bytes_per_s: float
 
     @property
@@ -72,33 +83,40 @@ class TwoGroups:
         return len(self.groups[0])
 
 
-def two_groups(problem: WiringProblem) -> TwoGroups | None:
-    """The instance as two symmetric coupled groups (module doc), or None."""
+def uniform_groups(problem: WiringProblem) -> UniformGroups | None:
+    """The instance as k >= 2 symmetric coupled groups (module doc), or None."""
     from .coupled import coupled_groups
     if problem.objective != "time" or problem.policy == "direct" or problem.fixed_circuits:
         return None
     groups = coupled_groups(problem)
-    if groups is None or len(groups) != 2:
+    if groups is None or len(groups) < 2:
         return None
     t = problem.traffic.bytes_.astype(np.float64)
     ports = problem.layout.capacity.sum(axis=1)
     if len(set(ports.tolist())) != 1:
         return None
-    g0, g1 = groups
+    g0 = groups[0]
     inner = t[np.ix_(g0, g0)]
     off = ~np.eye(len(g0), dtype=bool)
     if len(np.unique(inner[off])) != 1 or inner[off][0] <= 0:
         return None
     out_b, in_b = [], []
-    for a, b in ((g0, g1), (g1, g0)):
-        o = t[np.ix_(a, b)].sum(axis=1)
-        i = t[np.ix_(b, a)].sum(axis=0)
+    for a in groups:
+        rest = np.setdiff1d(np.arange(problem.accelerators), a)
+        o = t[np.ix_(a, rest)].sum(axis=1)
+        i = t[np.ix_(rest, a)].sum(axis=0)
         if np.ptp(o) > 0 or np.ptp(i) > 0:
             return None
         out_b.append(float(o[0]))
         in_b.append(float(i[0]))
-    return TwoGroups((tuple(map(int, g0)), tuple(map(int, g1))), float(inner[off][0]), int(ports[0]),
-                     (out_b[0], out_b[1]), (in_b[0], in_b[1]), problem.port_bytes_per_s)
+    return UniformGroups(tuple(tuple(map(int, g)) for g in groups), float(inner[off][0]), int(ports[0]),
+                         tuple(out_b), tuple(in_b), problem.port_bytes_per_s)
+
+
+def two_groups(problem: WiringProblem) -> UniformGroups | None:
+    """The instance as two symmetric coupled groups (for the case split), or None."""
+    ug = uniform_groups(problem)
+    return ug if ug is not None and len(ug.groups) == 2 else None
 
 
 def partitions(c: int, parts: int, largest: int | None = None):
@@ -114,21 +132,25 @@ def partitions(c: int, parts: int, largest: int | None = None):
             yield (k,) + rest
 
 
-def group_relays(tg: TwoGroups, g: int, x: tuple[int, ...], T: float, h_lo: float = 0.0,
+def group_relays(tg: UniformGroups, g: int, x: tuple[int, ...] | None, T: float, h_lo: float = 0.0,
                  h_hi: float | None = None, w: float = 0.0, time_limit_s: float = 120.0,
                  threads: int = 1, live: set | None = None) -> float:
     """A lower bound on min (r - w h) over group g's model at time T (module doc); inf when it is
-    infeasible. h is fixed at h_lo unless h_hi is given. A solve stopped by its time limit returns its
-    dual bound (still a valid lower bound). The HiGHS object sits in `live` while it runs (so another
-    thread can cancel it)."""
+    infeasible. h is fixed at h_lo unless h_hi is given. x None leaves the cross degrees to the model
+    (integers in decreasing order, the group being symmetric; at least one circuit across when the group
+    has crossing bytes; a turnaround at v needs x(v) >= 2): its optimum is the least over every x. A solve
+    stopped by its time limit returns its dual bound (still a valid lower bound). The HiGHS object sits in
+    `live` while it runs (so another thread can cancel it)."""
     import highspy
     n, P = tg.n, tg.ports
     unit = tg.port_bytes_per_s * T
     d = tg.d / unit
     po, pi = tg.out_b[g] / unit, tg.in_b[g] / unit
-    x = tuple(x) + (0,) * (n - len(x))
-    if sum(x) == 0 and (po > 0 or pi > 0 or h_lo > 0):
-        return math.inf
+    free = x is None
+    if not free:
+        x = tuple(x) + (0,) * (n - len(x))
+        if sum(x) == 0 and (po > 0 or pi > 0 or h_lo > 0):
+            return math.inf
     H = highspy.Highs()
     H.setOptionValue("output_flag", False)
     H.setOptionValue("time_limit", float(time_limit_s))
@@ -138,11 +160,22 @@ def group_relays(tg: TwoGroups, g: int, x: tuple[int, ...], T: float, h_lo: floa
     S = n
     pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
     y = {p: H.addIntegral(lb=0, ub=P) for p in pairs}
+    if free:
+        x = [H.addIntegral(lb=0, ub=P) for _ in range(n)]
+        on = [H.addBinary() for _ in range(n)]          # on[v] = x(v) >= 1
+        for v in range(n):
+            H.addConstr(x[v] - on[v] >= 0)
+            H.addConstr(x[v] - P * on[v] <= 0)
+        for v in range(n - 1):
+            H.addConstr(x[v] - x[v + 1] >= 0)
+        if po > 0 or pi > 0:
+            H.addConstr(sum(x) >= 1)
     for i in range(n):
         H.addConstr(sum(y[p] for p in pairs if i in p) + x[i] <= P)
+    cross = [v for v in range(n) if free or x[v]]
     inner = [(i, j) for i in range(n) for j in range(n) if i != j]
-    outs = [(i, S) for i in range(n) if x[i]]
-    ins = [(S, j) for j in range(n) if x[j]]
+    outs = [(i, S) for i in cross]
+    ins = [(S, j) for j in cross]
     arcs = inner + outs + ins
     load: dict[tuple[int, int], list] = {a: [] for a in arcs}
 
@@ -170,7 +203,7 @@ def group_relays(tg: TwoGroups, g: int, x: tuple[int, ...], T: float, h_lo: floa
             yy = y[(min(s, j), max(s, j))]
             o = H.addVariable(lb=0)
             H.addConstr(o + yy >= d)
-            if d - k_ > 1e-12:
+            if d - k_ > 1e-6:          # (a smaller coefficient: HiGHS warns, and the row says nothing)
                 H.addConstr(o + (d - k_) * yy >= (d - k_) * (k_ + 1))
             over.append(o)
         # relay count: own bytes use >= demand + relayed units inside, less 2 per unit sent across
@@ -183,14 +216,14 @@ def group_relays(tg: TwoGroups, g: int, x: tuple[int, ...], T: float, h_lo: floa
         for a, var in f.items():
             load[a].append(var)
     entries = []
-    for k in range(n):
-        if not x[k]:
-            continue
-        ka = inner + [(S, k)] + [(v, S) for v in range(n) if x[v] and (v != k or x[k] >= 2)]
+    for k in cross:
+        ka = inner + [(S, k)] + [(v, S) for v in cross if v != k or free or x[k] >= 2]
         f = {a: H.addVariable(lb=0) for a in ka}
         conserve(f, lambda v: 0.0)
         for a, var in f.items():
             load[a].append(var)
+        if free:                        # turning around at k takes two of its circuits
+            H.addConstr(f[(k, S)] - P * x[k] + P * on[k] <= 0)
         entries.append(f[(S, k)])
     hv = None
     if entries:
@@ -202,10 +235,9 @@ def group_relays(tg: TwoGroups, g: int, x: tuple[int, ...], T: float, h_lo: floa
         for a in ((i, j), (j, i)):
             if load[a]:
                 H.addConstr(sum(load[a]) - y[(i, j)] <= 0)
-    for v in range(n):
-        if x[v]:
-            H.addConstr(sum(load[(v, S)]) <= x[v])
-            H.addConstr(sum(load[(S, v)]) <= x[v])
+    for v in cross:
+        H.addConstr(sum(load[(v, S)]) - x[v] <= 0)
+        H.addConstr(sum(load[(S, v)]) - x[v] <= 0)
     obj = sum(own_out) if own_out else 0.0
     if w and hv is not None:
         obj = obj - w * hv
@@ -226,6 +258,98 @@ def group_relays(tg: TwoGroups, g: int, x: tuple[int, ...], T: float, h_lo: floa
     return bound if np.isfinite(bound) else -math.inf
 
 
+def parallel(fn, items: list, threads: int, live: set) -> list:
+    """fn over items, `threads` at a time (HiGHS releases the GIL). On Ctrl-C (or an exception, e.g.
+    TimeoutError) the models still running, which sit in `live`, are cancelled and the exception passes on."""
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max(1, threads)) as pool:
+        try:
+            return list(pool.map(fn, items))
+        except BaseException:
+            pool.shutdown(cancel_futures=True, wait=False)
+            for H in list(live):
+                H.cancelSolve()
+            raise
+
+
+def net_test(ug: UniformGroups, T: float, deadline: float, model_time_s: float = 900.0,
+             live: set | None = None) -> tuple[float, dict]:
+    """The net test of k groups at T (module doc): the sum over the groups of a lower bound on
+    min (r - h) over each one's model with its cross degrees free; a sum above TOL says no wiring reaches T.
+    Groups with less crossing bytes need less, so the group with the least crossing each way bounds every
+    group (one model, k times) and settles most tests; the groups' own kinds are solved only when it does
+    not. Returns (sum, {kind: its bound}); TimeoutError when the deadline has passed."""
+    live = set() if live is None else live
+    k = len(ug.groups)
+
+    def m(out_b: float, in_b: float) -> float:
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            raise TimeoutError
+        kind = UniformGroups(ug.groups[:1], ug.d, ug.ports, (out_b,), (in_b,), ug.port_bytes_per_s)
+        return group_relays(kind, 0, None, T, 0.0, float(ug.n * ug.ports), 1.0, min(model_time_s, left),
+                            live=live)
+
+    least = (min(ug.out_b), min(ug.in_b))
+    values = {least: m(*least)}
+    total = k * values[least]
+    kinds = list(zip(ug.out_b, ug.in_b))
+    if total <= TOL and len(set(kinds)) > 1 and np.isfinite(total):
+        for kind in dict.fromkeys(kinds):
+            if kind not in values:
+                values[kind] = m(*kind)
+        total = sum(values[kind] for kind in kinds)
+    return total, values
+
+
+def groups_bound(ug: UniformGroups, lo: float, hi: float, deadline: float, threads: int = 1,
+                 rel_gap: float = 1e-6, say=None) -> tuple[float, list[dict]]:
+    """The largest time the net test closes in [lo, hi) (hi: the best wiring's time, lo: a bound), with
+    `threads` tests at a time, each at its own time, until the deadline or the two ends meet within rel_gap.
+    The sum falls steadily with T, so once a closed and an open test have sums, the next tests sit just below
+    the root of the line through them (the secant); before that, near hi (instance bounds such as the relay
+    count are usually the weak side), and evenly spread when a sum is missing. Returns (bound >= lo, one entry
+    per test for the solve's rounds)."""
+    say = say or (lambda msg: None)
+    live: set = set()
+    bound, top, tests = lo, hi, []
+    closed_at = open_at = None          # (T, sum) of the highest closed and the lowest open test with a sum
+    k = max(1, threads)
+    fractions = [1 - 0.1 / 2 ** i for i in range(k)]
+
+    def run(T: float):
+        t0 = time.perf_counter()
+        try:
+            total, values = net_test(ug, T, deadline, live=live)
+        except TimeoutError:
+            return T, None, {}, time.perf_counter() - t0
+        return T, total, values, time.perf_counter() - t0
+
+    while top - bound > rel_gap * top and deadline - time.perf_counter() > 1.0:
+        points = [bound + f * (top - bound) for f in fractions]
+        if closed_at and open_at and np.isfinite(open_at[1]):
+            (ta, sa), (tb, sb) = closed_at, open_at
+            root = ta + sa * (tb - ta) / (sa - sb)
+            if bound < root < top:
+                points = [root - f * (root - bound) for f in (0.01, 0.1, 0.3)[:k]]
+        for T, total, values, wall in parallel(run, points, threads, live):
+            if total is None:
+                continue
+            closed = total > TOL
+            tests.append({"probe": T, "status": "groups net", "closed": closed, "sum_units": total,
+                          "kinds": {f"{o:g}/{i:g} B": v for (o, i), v in values.items()}, "wall_s": round(wall, 1)})
+            say(f"groups net test at {T:.6g} s: " + ("no wiring reaches it" if closed else "not closed")
+                + f" (sum {total:.4g} circuit units, {wall:.0f} s)")
+            if closed and T > bound:
+                bound, closed_at = T, (T, total)
+            elif not closed and T < top:
+                top, open_at = T, (T, total)
+        if top <= bound:        # a test below a closed one did not close (out of time): nothing more to try
+            break
+        fractions = [(i + 1) / (k + 1) for i in range(k)]
+    return bound, tests
+
+
 @dataclass
 class CaseSplit:
     """The cases at one T: which closed and how, which are left for whole-instance probes."""
@@ -236,7 +360,7 @@ class CaseSplit:
     wall_s: float
 
 
-def split_cases(tg: TwoGroups, T: float, deadline: float, c_max: int = C_MAX, threads: int = 1,
+def split_cases(tg: UniformGroups, T: float, deadline: float, c_max: int = C_MAX, threads: int = 1,
                 model_time_s: float = 120.0, closed_at: dict | None = None) -> CaseSplit | None:
     """Run the tests of the module doc on every case with 1 <= c <= c_max; None when the deadline passes
     first (then nothing is claimed). A case in `closed_at` closed at a time >= T stays closed (no wiring
@@ -244,7 +368,6 @@ def split_cases(tg: TwoGroups, T: float, deadline: float, c_max: int = C_MAX, th
     `threads` at a time (HiGHS releases the GIL): first rho(0) of every partition on both sides, then one
     net model per partition over the h any partner allows, then, case by case, the partner's own range and
     the raising rounds for what is left."""
-    from concurrent.futures import ThreadPoolExecutor
     t0 = time.perf_counter()
     unit = tg.port_bytes_per_s * T
     cross = max(tg.out_b[0], tg.out_b[1]) * tg.n / unit      # the busier direction's crossing bytes
@@ -261,15 +384,7 @@ def split_cases(tg: TwoGroups, T: float, deadline: float, c_max: int = C_MAX, th
         return memo[key]
 
     def batch(keys) -> None:
-        keys = [k for k in dict.fromkeys(keys) if k not in memo]
-        with ThreadPoolExecutor(max(1, threads)) as pool:
-            try:
-                list(pool.map(solve, keys))
-            except BaseException:          # Ctrl-C (or out of time): stop the models still running
-                pool.shutdown(cancel_futures=True, wait=False)
-                for H in list(live):
-                    H.cancelSolve()
-                raise
+        parallel(solve, [k for k in dict.fromkeys(keys) if k not in memo], threads, live)
 
     closed_at = {} if closed_at is None else closed_at
     done = {case for case, at in closed_at.items() if at >= T}
@@ -335,7 +450,7 @@ def _hi(v: float) -> float:
     return math.ceil(v * 1e7) / 1e7
 
 
-def case_bound(problem: WiringProblem, tg: TwoGroups, T: float, params, deadline: float,
+def case_bound(problem: WiringProblem, tg: UniformGroups, T: float, params, deadline: float,
                closed_at: dict | None = None, prober=None):
     """A lower bound on every wiring's time from the case split at T: the split closes most cases (no wiring
     in them reaches T); each case it leaves open, and more than C_MAX circuits across, gets a
@@ -404,7 +519,7 @@ def relaxed_first(labelled, plain):
     return run
 
 
-def milp_prober(problem: WiringProblem, tg: TwoGroups, params):
+def milp_prober(problem: WiringProblem, tg: UniformGroups, params):
     """Case probes by the MILP (`params.backend`): the degree model at T restricted to the case, then the
     per-switch one when its answer does not fit on the switches; the labelled probe on the symmetric
     relaxation first when there is one (`relaxed_first`). Returns (verdict, result, dual bound)."""
@@ -447,7 +562,7 @@ def case_labels(groups, case, n: int) -> list[int]:
     return labels
 
 
-def symmetric_relaxation(problem: WiringProblem, tg: TwoGroups) -> WiringProblem | None:
+def symmetric_relaxation(problem: WiringProblem, tg: UniformGroups) -> WiringProblem | None:
     """The instance without its demand between the two groups, for labelled case probes. Every relabelling
     inside either group is then an automorphism (the groups' demand is uniform and, required here, every
     accelerator sits on the same switches), so each wiring of a case (c, x_A, x_B) has a relabelled copy of

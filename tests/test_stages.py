@@ -1,5 +1,5 @@
-"""The two-group case split (solvers/stages.py): valid bounds, proofs the whole-instance MILP's bound cannot
-give, and its place in `solve_milp`."""
+"""The two-group case split and the net test of more groups (solvers/stages.py): valid bounds, proofs the
+whole-instance MILP's bound cannot give, and their place in `solve_milp` and `solve_cpsat`."""
 import math
 import time
 
@@ -8,8 +8,8 @@ import pytest
 
 from solvers import exact, wire
 from solvers.bounds import best_bound
-from solvers.stages import (case_bound, case_labels, group_relays, milp_prober, partitions, split_cases,
-                            symmetric_relaxation, two_groups)
+from solvers.stages import (TOL, case_bound, case_labels, group_relays, groups_bound, milp_prober, net_test,
+                            partitions, split_cases, symmetric_relaxation, two_groups, uniform_groups)
 from synth.model import OCSLayout, SolveParams, SolveStatus, TrafficMatrix
 from synth.problem import WiringProblem
 from synth.verify import wiring_violations
@@ -27,6 +27,23 @@ def pipeline(k, ports, pp, back=1e3, d=1e9):
     return WiringProblem(TrafficMatrix(t), OCSLayout.uniform(n, ports), 800.0, "time")
 
 
+def stages(s, k, ports, pp, back=1e3, d=1e9, seed=None):
+    """s stages of k accelerators: all-to-all d inside each, pp from position i of a stage to i of the next,
+    `back` bytes from the last stage to the first; with a seed, the stages in a random order."""
+    n = s * k
+    order = np.arange(n) if seed is None else np.random.default_rng(seed).permutation(n)
+    g = np.arange(n) // k
+    t = np.where(g[:, None] == g[None, :], d, 0.0)
+    np.fill_diagonal(t, 0)
+    for a in range(s - 1):
+        for i in range(k):
+            t[a * k + i, (a + 1) * k + i] = pp
+    for i in range(k):
+        t[(s - 1) * k + i, i] = back
+    t = t[np.ix_(np.argsort(order), np.argsort(order))]
+    return WiringProblem(TrafficMatrix(t), OCSLayout.uniform(n, ports), 800.0, "time")
+
+
 def test_two_groups_reads_a_pipeline_and_declines_the_rest():
     tg = two_groups(pipeline(4, 4, 2e8))
     assert tg.groups == ((0, 1, 2, 3), (4, 5, 6, 7)) and tg.ports == 4 and tg.d == 1e9
@@ -36,6 +53,14 @@ def test_two_groups_reads_a_pipeline_and_declines_the_rest():
     t[0, 5] = 1e3                      # one accelerator sends more across than the others
     assert two_groups(WiringProblem(TrafficMatrix(t), p.layout, 800.0, "time")) is None
     assert two_groups(pipeline(4, 4, 2e8).__class__(p.traffic, p.layout, 800.0, "hops")) is None
+
+
+def test_uniform_groups_reads_every_stage():
+    ug = uniform_groups(stages(3, 3, 5, 5e7))
+    assert ug.groups == ((0, 1, 2), (3, 4, 5), (6, 7, 8)) and ug.d == 1e9 and ug.ports == 5
+    assert ug.out_b == (5e7, 5e7, 1e3) and ug.in_b == (1e3, 5e7, 5e7)
+    assert two_groups(stages(3, 3, 5, 5e7)) is None              # the case split is for two groups
+    assert len(uniform_groups(stages(4, 3, 5, 5e7, seed=1)).groups) == 4
 
 
 def test_partitions():
@@ -50,6 +75,35 @@ def test_group_model_basics():
     assert group_relays(tg, 0, (1,), T, h_lo=0.5) == math.inf   # one circuit across cannot turn bytes around
     r = [group_relays(tg, 0, (1, 1), T, h_lo=h) for h in (0.0, 0.2, 0.4)]
     assert r[0] >= 0 and r[0] <= r[1] <= r[2]                   # hosting more never needs fewer relays
+
+
+def test_free_cross_degrees_bound_every_fixed_one():
+    """With x None the group's model ranges over every cross degree vector: its minimum is no more than any
+    fixed one's, and the least fixed one is reached (up to the turnaround rows a free x relaxes)."""
+    ug = uniform_groups(stages(3, 3, 5, 5e7))
+    for T in (0.0049, 0.0052):
+        for g in (0, 1):
+            free = group_relays(ug, g, None, T, 0.0, 15.0, 1.0)
+            fixed = [group_relays(ug, g, x, T, 0.0, 15.0, 1.0) for c in range(1, 16) for x in partitions(c, 3, 5)]
+            assert np.isfinite(free) and free <= min(fixed) + 1e-6
+            assert free >= min(fixed) - 0.5
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_net_test_never_closes_a_time_a_wiring_reaches(seed):
+    # the test can fail: a model that claimed too much would close the time of a wiring in hand
+    p = stages(3 + seed % 2, 3, 5, 5e7 * (1 + seed), seed=seed)
+    ug = uniform_groups(p)
+    found = wire(p, "search", SolveParams(time_limit_s=3, seed=seed))
+    assert not wiring_violations(found.artifact)
+    total, kinds = net_test(ug, found.objective * (1 + 1e-6), time.perf_counter() + 60)
+    assert total <= TOL and len(kinds) >= 2          # the least kind did not settle it; the groups' own kinds ran
+    lo = best_bound(p, lp=False)[0]
+    b, tests = groups_bound(ug, lo, found.objective, time.perf_counter() + 30, threads=2, rel_gap=1e-4)
+    assert lo <= b < found.objective and tests
+    assert all(t["closed"] or t["probe"] > b * (1 - 1e-6) for t in tests)     # the sum falls with T
+    if seed == 0:
+        assert b > lo * 1.03           # the net test proves more than the instance bounds here
 
 
 @pytest.mark.parametrize("k,ports,pp", [(3, 4, 5e7), (3, 5, 1e8)])
@@ -151,6 +205,19 @@ def test_exact_solvers_run_the_case_split_when_they_have_the_time(monkeypatch, s
     splits = [r for r in res.extra["rounds"] if r.get("status") == "case split"]
     assert res.status == SolveStatus.OPTIMAL and splits
     assert res.objective == pytest.approx(0.0067777788888888895, rel=1e-9)
+    assert not wiring_violations(res.artifact)
+
+
+@pytest.mark.parametrize("solver", ["milp", "cpsat"])
+def test_exact_solvers_run_the_net_test_on_three_groups(monkeypatch, solver):
+    p = stages(3, 3, 5, 5e7)
+    monkeypatch.setattr(exact, "STAGES_MIN_S", 0.0)
+    monkeypatch.setattr(exact, "STAGES_FIRST_S", 0.5)
+    res = wire(p, solver, SolveParams(time_limit_s=12, backend="highs"))
+    tests = [r for r in res.extra["rounds"] if r.get("status") == "groups net"]
+    assert tests, res.extra["rounds"]
+    assert all(t["probe"] < res.objective for t in tests if t["closed"])     # (later probes may find better)
+    assert res.bound >= max([t["probe"] for t in tests if t["closed"]], default=0.0) and res.bound <= res.objective
     assert not wiring_violations(res.artifact)
 
 
