@@ -351,7 +351,7 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams(), star
 
 
 FIRST_SHARE = 0.3   # of the time limit, for the plain time model before the probes
-STAGES_MIN_S = 900.0   # time left at which two coupled groups get the case split (solvers/stages.py)
+STAGES_MIN_S = 900.0   # time left at which coupled groups get the case split or net test (solvers/stages.py)
 STAGES_MAX_GROUP = 10  # accelerators per group: its one-group models stay small
 STAGES_SHARE = 0.8     # of the time left, for the case split and its probes
 GROUPS_SHARE = 0.6     # of the time left, for the net test of three or more groups
