@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import numpy as np
 
 from synth.problem import WiringProblem
@@ -100,15 +100,14 @@ def uniform_groups(problem: WiringProblem) -> UniformGroups | None:
     off = ~np.eye(len(g0), dtype=bool)
     if len(np.unique(inner[off])) != 1 or inner[off][0] <= 0:
         return None
-    out_b, in_b = [], []
-    for a in groups:
-        rest = np.setdiff1d(np.arange(problem.accelerators), a)
-        o = t[np.ix_(a, rest)].sum(axis=1)
-        i = t[np.ix_(rest, a)].sum(axis=0)
-        if np.ptp(o) > 0 or np.ptp(i) > 0:
-            return None
-        out_b.append(float(o[0]))
-        in_b.append(float(i[0]))
+    lab = np.empty(problem.accelerators, dtype=np.int64)
+    for g, a in enumerate(groups):
+        lab[a] = g
+    across = np.where(lab[:, None] == lab[None, :], 0.0, t)
+    o, i = across.sum(axis=1), across.sum(axis=0)       # each accelerator's bytes out of / into its group
+    if any(np.ptp(o[a]) > 0 or np.ptp(i[a]) > 0 for a in groups):
+        return None
+    out_b, in_b = [float(o[a[0]]) for a in groups], [float(i[a[0]]) for a in groups]
     return UniformGroups(tuple(tuple(map(int, g)) for g in groups), float(inner[off][0]), int(ports[0]),
                          tuple(out_b), tuple(in_b), problem.port_bytes_per_s)
 
@@ -286,7 +285,7 @@ def net_test(ug: UniformGroups, T: float, deadline: float, model_time_s: float =
         left = deadline - time.perf_counter()
         if left <= 0:
             raise TimeoutError
-        kind = UniformGroups(ug.groups[:1], ug.d, ug.ports, (out_b,), (in_b,), ug.port_bytes_per_s)
+        kind = replace(ug, groups=ug.groups[:1], out_b=(out_b,), in_b=(in_b,))
         return group_relays(kind, 0, None, T, 0.0, float(ug.n * ug.ports), 1.0, min(model_time_s, left),
                             live=live)
 
@@ -523,7 +522,6 @@ def milp_prober(problem: WiringProblem, tg: UniformGroups, params):
     """Case probes by the MILP (`params.backend`): the degree model at T restricted to the case, then the
     per-switch one when its answer does not fit on the switches; the labelled probe on the symmetric
     relaxation first when there is one (`relaxed_first`). Returns (verdict, result, dual bound)."""
-    from dataclasses import replace
     from functools import partial
 
     from synth.model import SolveStatus
@@ -572,7 +570,6 @@ def symmetric_relaxation(problem: WiringProblem, tg: UniformGroups) -> WiringPro
     spreads). Less demand, so a lower bound for the relaxation is one for the instance; a wiring it finds
     is scored on the instance. The cost is the groups' hand-off (the pipeline's bytes, a few tenths of a
     percent of a circuit per accelerator on the decode instances). None when the switch layouts differ."""
-    from dataclasses import replace
 
     from synth.model import TrafficMatrix
     cap = problem.layout.capacity

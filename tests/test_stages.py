@@ -16,15 +16,8 @@ from synth.verify import wiring_violations
 
 
 def pipeline(k, ports, pp, back=1e3, d=1e9):
-    """Two stages of k accelerators: all-to-all d inside each, pp from position i to i of the next stage,
-    `back` bytes returning."""
-    n = 2 * k
-    g = np.arange(n) // k
-    t = np.where(g[:, None] == g[None, :], d, 0.0)
-    np.fill_diagonal(t, 0)
-    for i in range(k):
-        t[i, k + i], t[k + i, i] = pp, back
-    return WiringProblem(TrafficMatrix(t), OCSLayout.uniform(n, ports), 800.0, "time")
+    """Two stages of k accelerators (`stages`)."""
+    return stages(2, k, ports, pp, back, d)
 
 
 def stages(s, k, ports, pp, back=1e3, d=1e9, seed=None):
