@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import time
+import weakref
 from dataclasses import dataclass
 from functools import partial, reduce
 
@@ -171,10 +172,21 @@ def _topology_rows(problem: WiringProblem, ix: _Index, per_switch: bool):
             yield [(k, 1) for k in by_s.get(s, [])] + [(k, -1) for k in by_s.get(s + 1, [])], ">=", 0
 
 
+_SYM_CACHE: "weakref.WeakKeyDictionary[WiringProblem, dict]" = weakref.WeakKeyDictionary()
+
+
 def _symmetry_rows(problem: WiringProblem, ix: _Index, labels: list | None = None) -> list[tuple[int, int, int]]:
     """Node-relabelling symmetry-breaking rows (r, a, b): x[r, a] >= x[r, b] (solvers/symmetry.py). Fixed
     circuits are part of each pair's kind (per switch), so only relabellings that keep them count; so are
     `labels` (one per accelerator, e.g. the cross degrees a labelled case fixes)."""
+    memo = _SYM_CACHE.setdefault(problem, {})        # the probes rebuild the model: 11 s at 64 accelerators
+    key_ = None if labels is None else tuple(labels)
+    if key_ not in memo:
+        memo[key_] = _symmetry_rows_of(problem, ix, labels)
+    return list(memo[key_])
+
+
+def _symmetry_rows_of(problem: WiringProblem, ix: _Index, labels: list | None) -> list[tuple[int, int, int]]:
     from .symmetry import row_orderings
     fixed_on: dict[tuple[int, int], list] = {}
     for (s, i, j), cnt in sorted(ix.fixed.items()):
@@ -603,7 +615,8 @@ def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool,
         prob += pulp.lpSum(flows) >= lb / scale * (1 - 1e-9)
         prob += pulp.lpSum(flows)
     ctrl_c = HighsCtrlC()
-    solver = pulp_solver(backend, params, ctrl_c, params.time_limit_s)
+    # the model took time to build (8 s for 64 accelerators): the solver gets what is left of the limit
+    solver = pulp_solver(backend, params, ctrl_c, max(1.0, params.time_limit_s - (time.perf_counter() - t0)))
     try:
         with _quiet_stdout(), ctrl_c:
             prob.solve(solver)
@@ -886,7 +899,7 @@ def _solve_cpsat(problem: WiringProblem, params: SolveParams, per_switch: bool) 
             m.Add(load <= total * x[p])
         m.Minimize(sum(f.values()))
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = params.time_limit_s
+    solver.parameters.max_time_in_seconds = max(1.0, params.time_limit_s - (time.perf_counter() - t0))
     solver.parameters.num_workers = params.threads
     solver.parameters.random_seed = params.seed
     solver.parameters.relative_gap_limit = params.rel_gap

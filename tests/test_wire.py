@@ -447,6 +447,52 @@ def test_symmetry_rows_follow_the_stabilizer_chain():
     assert row_orderings(ring, {}, [0] * 6) == [(0, 1, 5)]
 
 
+def _brute_orbits(g, fixed):
+    """Orbits of the pointwise stabilizer of `fixed` from every automorphism (networkx VF2)."""
+    from networkx.algorithms.isomorphism import DiGraphMatcher
+    m = DiGraphMatcher(g, g, node_match=lambda a, b: a["kind"] == b["kind"], edge_match=lambda a, b: a["w"] == b["w"])
+    orbit = {v: {v} for v in g}
+    for iso in m.isomorphisms_iter():
+        if all(iso[v] == v for v in fixed):
+            for v, u in iso.items():
+                orbit[v].add(u)
+    return sorted({tuple(sorted(o)) for v, o in orbit.items() if v not in fixed}, key=lambda o: (-len(o), o[0]))
+
+
+@pytest.mark.parametrize("name", ["tp-pp", "ring", "random"])
+def test_orbits_are_exact(name):
+    from solvers.symmetry import _graph, orbits
+    rng = np.random.default_rng(3)
+    t = {"tp-pp": tp_pp_demand(3, 2), "ring": ring_demand(7), "random": None}[name]
+    if t is None:        # a random demand made symmetric under the swap of two halves
+        h = rng.integers(0, 3, (4, 4)) * (1 - np.eye(4))
+        t = np.block([[h, np.eye(4)], [np.eye(4), h]])
+    g = _graph(t, {}, [0] * t.shape[0])
+    gens: list = []
+    for fixed in ([], [0], [0, 1]):
+        assert [tuple(o) for o in orbits(g, fixed, gens)] == _brute_orbits(g, fixed)
+
+
+@pytest.mark.parametrize("work", [3, 8, 20])
+def test_symmetry_rows_stay_valid_when_the_work_runs_out(monkeypatch, work):
+    """Orbit tests that give up keep points apart: fewer rows, each still x[r, a] >= x[r, b] with b in the
+    orbit of a under the stabilizer of the root and the earlier levels' points (checked by brute force)."""
+    import solvers.symmetry as sym
+    t = tp_pp_demand(4, 2, p2p=3e8)
+    full = sym.row_orderings(t, {}, [0] * 8)
+    monkeypatch.setattr(sym, "WORK", work)
+    rows = sym.row_orderings(t, {}, [0] * 8)
+    assert len(rows) <= len(full) and (work == 20) == (rows == full)
+    g = sym._graph(t, {}, [0] * 8)
+    fixed: list = []
+    for r, a, b in rows:
+        fixed = fixed or [r]
+        if a not in fixed:               # a new level: its point is fixed after the earlier ones
+            fixed.append(a)
+        level = fixed[:fixed.index(a)]   # the root and the earlier levels' points
+        assert any(a in o and b in o for o in _brute_orbits(g, level)), (r, a, b, level)
+
+
 @pytest.mark.parametrize("objective,fixed", [("time", ()), ("hops", ()),
                                              ("time", (Circuit(0, 1, 0, 4, 0),)),    # a PP pair pinned
                                              ("hops", (Circuit(1, 0, 1, 1, 1),))])   # a TP pair pinned
