@@ -17,8 +17,9 @@ from .errors import InvalidInput, SynthError
 EXIT_INVALID = 1   # verify: the artifact breaks a rule
 EXIT_USAGE = 2     # bad input of any kind
 # `wire --time-limit` is the whole command's clock: loading the problem comes off the solver's share, and so
-# does this share of it (at most WRAP_UP_S) for the interpreter's start (0.5 s), verifying and writing
-WRAP_UP_SHARE, WRAP_UP_S = 0.025, 1.5
+# does a reserve for the interpreter's start before the clock (0.5 s), verifying and writing: START_S plus
+# WRAP_UP_SHARE of the limit, at most WRAP_UP_S
+START_S, WRAP_UP_SHARE, WRAP_UP_S = 0.5, 0.025, 1.5
 
 
 def _fail(message: str) -> None:
@@ -552,7 +553,7 @@ def wire(source: str, output: str, solver: str, backend: str, objective: str, po
     if problem.fixed_circuits and solver == "auto":
         solver = "milp"
     started = (click.get_current_context().find_root().obj or {}).get("started", time.perf_counter())
-    solve_s = time_limit - (time.perf_counter() - started) - min(WRAP_UP_S, WRAP_UP_SHARE * time_limit)
+    solve_s = time_limit - (time.perf_counter() - started) - min(WRAP_UP_S, START_S + WRAP_UP_SHARE * time_limit)
     params = SolveParams(time_limit_s=max(time_limit / 2, solve_s), seed=seed, backend=backend, max_moves=max_moves,
                          progress=None if as_json else (lambda msg: click.echo(msg, err=True)))
     res = run(problem, solver, params)
