@@ -91,6 +91,10 @@ def test_net_test_never_closes_a_time_a_wiring_reaches(seed):
     assert not wiring_violations(found.artifact)
     total, kinds = net_test(ug, found.objective * (1 + 1e-6), time.perf_counter() + 60)
     assert total <= TOL and len(kinds) >= 2          # the least kind did not settle it; the groups' own kinds ran
+    lower = found.objective * 0.97                   # without the least kind the sum is never smaller
+    with_least, _ = net_test(ug, lower, time.perf_counter() + 60)
+    own, own_kinds = net_test(ug, lower, time.perf_counter() + 60, least=False)
+    assert own >= with_least - 1e-9 and (min(ug.out_b), min(ug.in_b)) not in own_kinds
     lo = best_bound(p, lp=False)[0]
     b, tests = groups_bound(ug, lo, found.objective, time.perf_counter() + 30, threads=2, rel_gap=1e-4)
     assert lo <= b < found.objective and tests
