@@ -28,11 +28,44 @@
 from __future__ import annotations
 
 import weakref
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from synth.problem import WiringProblem
+
+
+class ProblemCache:
+    """Values computed once per problem object (identity, not equality), for the last `size` problems. Not a
+    weakref.WeakKeyDictionary: its removal callbacks run inside garbage collection, where a Ctrl-C is reported
+    and dropped ("Exception ignored in ... remove"), so a solve could miss its interrupt (seen once in
+    test_ctrl_c_stops_a_long_solve_promptly). A plain weak reference has no callback; a reused id is caught
+    by checking that the reference still points at the same object."""
+
+    def __init__(self, size: int = 32) -> None:
+        self.size = size
+        self._data: dict[int, tuple[weakref.ref, Any]] = {}
+
+    def __contains__(self, problem: object) -> bool:
+        ref, _ = self._data.get(id(problem), (None, None))
+        return ref is not None and ref() is problem
+
+    def __getitem__(self, problem: object) -> Any:
+        if problem not in self:
+            raise KeyError(problem)
+        return self._data[id(problem)][1]
+
+    def __setitem__(self, problem: object, value: Any) -> None:
+        self._data.pop(id(problem), None)
+        self._data[id(problem)] = (weakref.ref(problem), value)
+        while len(self._data) > self.size:
+            del self._data[next(iter(self._data))]
+
+    def setdefault(self, problem: object, value: Any) -> Any:
+        if problem not in self:
+            self[problem] = value
+        return self[problem]
 
 LP_BOUND_MAX = 40
 CLUSTER_THRESHOLDS = 32   # distinct demand levels the clusters are taken at (a subset keeps the bound valid)
@@ -134,7 +167,7 @@ def max_circuits(problem: WiringProblem) -> int:
     return int(min(cap.sum() // 2, (np.minimum(radix, cap.sum(axis=0)) // 2).sum()))
 
 
-_RELAY_CACHE: "weakref.WeakKeyDictionary[WiringProblem, float]" = weakref.WeakKeyDictionary()
+_RELAY_CACHE = ProblemCache()
 
 
 def relay_count_bound(problem: WiringProblem) -> float:
@@ -242,7 +275,7 @@ def lp_relaxation_solution(problem: WiringProblem, time_limit_s: float = 30.0):
     return None if sol is None else (sol[1], sol[2])
 
 
-_LP_CACHE: "weakref.WeakKeyDictionary[WiringProblem, tuple | None]" = weakref.WeakKeyDictionary()
+_LP_CACHE = ProblemCache()
 
 
 def _lp_relaxation(problem: WiringProblem, time_limit_s: float):
@@ -308,8 +341,8 @@ def _solve_lp_relaxation(problem: WiringProblem, time_limit_s: float):
     return float(1.0 / res.x[lam]) * (1 - 1e-9), pairs, res.x[nf:nf + P]
 
 
-_PHASES_CACHE: "weakref.WeakKeyDictionary[WiringProblem, dict]" = weakref.WeakKeyDictionary()
-_STEP_CACHE: "weakref.WeakKeyDictionary[WiringProblem, float]" = weakref.WeakKeyDictionary()
+_PHASES_CACHE = ProblemCache()
+_STEP_CACHE = ProblemCache()
 
 
 def _phases_bound(problem: WiringProblem, lp: bool) -> tuple[float, dict[str, float]]:

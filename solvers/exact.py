@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import math
 import time
-import weakref
 from dataclasses import dataclass
 from functools import partial, reduce
 
@@ -43,7 +42,7 @@ from synth.formats import quiet_stdout as _quiet_stdout
 from synth.model import Limit, SolveParams, SolveResult, SolveStatus, Wiring
 from synth.problem import WiringProblem
 
-from .bounds import best_bound
+from .bounds import ProblemCache, best_bound
 from .ctrl_c import CpsatCtrlC, HighsCtrlC
 
 EXACT_MAX = 64   # accelerators; beyond this the exact models are not built
@@ -172,14 +171,14 @@ def _topology_rows(problem: WiringProblem, ix: _Index, per_switch: bool):
             yield [(k, 1) for k in by_s.get(s, [])] + [(k, -1) for k in by_s.get(s + 1, [])], ">=", 0
 
 
-_SYM_CACHE: "weakref.WeakKeyDictionary[WiringProblem, dict]" = weakref.WeakKeyDictionary()
+_SYM_CACHE = ProblemCache()      # the probes rebuild the model: its rows took 11 s at 64 accelerators
 
 
 def _symmetry_rows(problem: WiringProblem, ix: _Index, labels: list | None = None) -> list[tuple[int, int, int]]:
     """Node-relabelling symmetry-breaking rows (r, a, b): x[r, a] >= x[r, b] (solvers/symmetry.py). Fixed
     circuits are part of each pair's kind (per switch), so only relabellings that keep them count; so are
     `labels` (one per accelerator, e.g. the cross degrees a labelled case fixes)."""
-    memo = _SYM_CACHE.setdefault(problem, {})        # the probes rebuild the model: 11 s at 64 accelerators
+    memo = _SYM_CACHE.setdefault(problem, {})
     key_ = None if labels is None else tuple(labels)
     if key_ not in memo:
         memo[key_] = _symmetry_rows_of(problem, ix, labels)

@@ -165,9 +165,11 @@ class WiringProblem:
     def score(self, wiring: Wiring, routing: str = "auto", time_limit_s: float = 20.0) -> tuple[float, str]:
         """(objective value, routing used) of a wiring; inf when a demand has no path. `routing` for the
         time objective: "optimal" (LP), "mwu" (multiplicative-weights multi-path, large instances),
-        "ecmp", "auto" (optimal up to EXACT_ROUTING_MAX accelerators, else mwu) or "best" (auto, but on up to
-        PATH_LP_MAX_LINKS links the path LP over MWU's paths with column generation, within `time_limit_s`:
-        300 MWU rounds alone stay 3-7% above the optimum on 64-144 accelerators)."""
+        "ecmp", "auto" (optimal up to EXACT_ROUTING_MAX accelerators, else mwu) or "best" (auto, but up to
+        ARC_LP_MAX_COLUMNS the optimal LP when it finishes within 80% of `time_limit_s`, and on up to
+        PATH_LP_MAX_LINKS links the path LP over MWU's paths with column generation: 300 MWU rounds alone stay
+        3-7% above the optimum on 64-144 accelerators). Beyond EXACT_ROUTING_MAX the answer is ready within
+        `time_limit_s` (ECMP first, the heuristic gets the rest)."""
         dem = self.traffic.bytes_
         net = self.network(wiring)
         n = self.accelerators

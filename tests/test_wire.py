@@ -845,3 +845,18 @@ def test_cli_spare_ports_stay_dark(tmp_path):
         code, _, err = run("wire", m, "--ports", "3", "--port-bandwidth-gbps", "800", "--spare-ports", k,
                            "-o", str(out))
         assert code == 2 and "--spare-ports" in err and "ring.npy" in err and out.read_text() == "keep"
+
+
+def test_problem_cache_keys_by_identity_and_keeps_the_last_few():
+    from solvers.bounds import ProblemCache
+
+    class P:
+        pass
+    cache = ProblemCache(size=2)
+    a, b, c = P(), P(), P()
+    cache[a] = 1
+    assert a in cache and b not in cache and cache.setdefault(b, 2) == 2 and cache[a] == 1
+    cache[c] = 3                         # a third problem: the oldest goes
+    assert a not in cache and cache[b] == 2 and cache[c] == 3
+    with pytest.raises(KeyError):
+        cache[a]
