@@ -503,7 +503,8 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
 @click.option("--policy", default="multihop", show_default=True, type=click.Choice(["multihop", "direct"]),
               help="direct: every demand on its own circuits, no forwarding.")
 @click.option("--time-limit", "time_limit", default=60.0, show_default=True, type=float,
-              help="Seconds for the whole command: loading, solving, verifying and writing.")
+              help="Seconds for the whole command: loading, solving, verifying and writing (--baselines then "
+                   "scores each baseline on a clock of its own).")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--max-moves", "max_moves", type=int,
               help="Stop the local search after this many moves instead of at the clock: the same seed then "
