@@ -82,6 +82,11 @@ class UniformGroups:
     def n(self) -> int:
         return len(self.groups[0])
 
+    @property
+    def least(self) -> tuple[float, float]:
+        """The least crossing bytes out and in over the groups: a kind whose model bounds every group's."""
+        return min(self.out_b), min(self.in_b)
+
 
 def uniform_groups(problem: WiringProblem) -> UniformGroups | None:
     """The instance as k >= 2 symmetric coupled groups (module doc), or None."""
@@ -292,12 +297,12 @@ def net_test(ug: UniformGroups, T: float, deadline: float, model_time_s: float =
                             live=live)
 
     kinds = list(zip(ug.out_b, ug.in_b))
-    lk = (min(ug.out_b), min(ug.in_b))
+    several = len(set(kinds)) > 1
     values, total = {}, -math.inf
-    if least or len(set(kinds)) == 1:
-        values[lk] = m(*lk)
-        total = k * values[lk]
-    if total <= TOL and len(set(kinds)) > 1 and np.isfinite(total) or not values:
+    if least or not several:
+        values[ug.least] = m(*ug.least)
+        total = k * values[ug.least]
+    if several and (not values or total <= TOL and np.isfinite(total)):
         for kind in dict.fromkeys(kinds):
             if kind not in values:
                 values[kind] = m(*kind)
@@ -320,7 +325,6 @@ def groups_bound(ug: UniformGroups, lo: float, hi: float, deadline: float, threa
     k = max(1, threads)
     fractions = [1 - 0.1 / 2 ** i for i in range(k)]
 
-    lk = (min(ug.out_b), min(ug.in_b))
     least_failed = [math.inf]     # the lowest T where the least kind alone did not close: above it, skip it
 
     def run(T: float):
@@ -329,7 +333,7 @@ def groups_bound(ug: UniformGroups, lo: float, hi: float, deadline: float, threa
             total, values = net_test(ug, T, deadline, live=live, least=T < least_failed[0])
         except TimeoutError:
             return T, None, {}, time.perf_counter() - t0
-        if lk in values and len(ug.groups) * values[lk] <= TOL:
+        if ug.least in values and len(ug.groups) * values[ug.least] <= TOL:
             least_failed[0] = min(least_failed[0], T)
         return T, total, values, time.perf_counter() - t0
 

@@ -50,8 +50,9 @@ class _OutOfWork(Exception):
     pass
 
 
-def _arrays(g: nx.DiGraph) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
-    """(n, edge sources, edge targets, edge attribute classes) of `g` (nodes 0..n-1), cached on it."""
+def _arrays(g: nx.DiGraph) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, int]:
+    """(n, edge sources, edge targets, edge attribute classes, number of classes) of `g` (nodes 0..n-1),
+    cached on it."""
     if "arrays" not in g.graph:
         classes: dict = {}
         src, dst, cls = [], [], []
@@ -60,7 +61,7 @@ def _arrays(g: nx.DiGraph) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
             dst.append(v)
             cls.append(classes.setdefault(d["w"], len(classes)))
         g.graph["arrays"] = (g.number_of_nodes(), np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64),
-                             np.asarray(cls, dtype=np.int64))
+                             np.asarray(cls, dtype=np.int64), max(1, len(classes)))
     return g.graph["arrays"]
 
 
@@ -72,13 +73,16 @@ def _mix(x: np.ndarray) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
+def _colour_arrays(g: nx.DiGraph, colours: list[dict[int, object]]) -> np.ndarray:
+    """Colourings (node -> any label) as rows of ints, numbered jointly so that ids compare across them."""
+    names = {c: k for k, c in enumerate(sorted({repr(c) for col in colours for c in col.values()}))}
+    return np.array([[names[repr(col[v])] for v in range(g.number_of_nodes())] for col in colours], dtype=np.int64)
+
+
 def _refine(g: nx.DiGraph, colours: list[dict[int, object]]) -> list[dict[int, int]]:
     """Weisfeiler-Leman colour refinement of one or more colourings of `g`, refined jointly so that colour
     ids are comparable across them (an isomorphism-invariant stable partition)."""
-    names = {c: k for k, c in enumerate(sorted({repr(c) for col in colours for c in col.values()}))}
-    n = g.number_of_nodes()
-    cols = np.array([[names[repr(col[v])] for v in range(n)] for col in colours], dtype=np.int64)
-    return [dict(enumerate(row.tolist())) for row in _refine_arrays(g, cols)]
+    return [dict(enumerate(row.tolist())) for row in _refine_arrays(g, _colour_arrays(g, colours))]
 
 
 def _refine_arrays(g: nx.DiGraph, cols: np.ndarray) -> np.ndarray:
@@ -87,9 +91,8 @@ def _refine_arrays(g: nx.DiGraph, cols: np.ndarray) -> np.ndarray:
     collision can only merge two colours: a coarser partition, which the exact check in :func:`_extend`
     still answers correctly). Vectorized: the pure-Python refinement took 15-30 ms per call at 64 nodes,
     and a stabilizer chain there makes thousands of calls."""
-    n, src, dst, cls = _arrays(g)
+    n, src, dst, cls, width = _arrays(g)
     k = cols.shape[0]
-    width = int(cls.max()) + 1 if cls.size else 1
     while True:
         sig = np.empty((k, n, 3), dtype=np.uint64)
         for r in range(k):
@@ -123,8 +126,8 @@ def _extend(g: nx.DiGraph, c1: np.ndarray, c2: np.ndarray, work: list[int], dept
     if multi.size == 0:
         m = np.empty(r1.size, dtype=np.int64)
         m[np.argsort(r1)] = np.argsort(r2)                # node with colour c -> the node with colour c
-        n, src, dst, cls = _arrays(g)
-        code = lambda a, b, c: (a * n + b) * (int(cls.max()) + 1) + c   # noqa: E731
+        n, src, dst, cls, width = _arrays(g)
+        code = lambda a, b, c: (a * n + b) * width + c   # noqa: E731
         if np.array_equal(np.sort(code(src, dst, cls)), np.sort(code(m[src], m[dst], cls))):
             return dict(enumerate(m.tolist()))
         return None
@@ -153,10 +156,9 @@ def _same_orbit(g: nx.DiGraph, fixed: list[int], a: int, b: int, work: list[int]
     c1 = _base_colours(g, fixed)
     c2 = dict(c1)
     c1[a] = c2[b] = ("moved",)
-    cols = _refine(g, [c1, c2])
+    cols = _colour_arrays(g, [c1, c2])      # _extend refines them
     try:
-        return _extend(g, np.array([cols[0][v] for v in range(len(cols[0]))]),
-                       np.array([cols[1][v] for v in range(len(cols[1]))]), work)
+        return _extend(g, cols[0], cols[1], work)
     except _OutOfWork:
         return None
 
