@@ -5,6 +5,7 @@ no printing (progress goes through ``SolveParams.progress``).
 ``wire(problem, solver, params)`` dispatches:
 
 - ``milp`` (PuLP: HiGHS, or CBC with ``backend="cbc"``) and ``cpsat``: exact models (:mod:`solvers.exact`);
+  above SEED_FROM accelerators they start from ``search``'s wiring (a fifth of the time, :func:`_seeded`);
 - ``lp-round``: LP relaxation (fractional circuits and routing), rounded to a degree-feasible multigraph,
   coloured onto the switches, then improved by local search (up to 40 accelerators, else it starts from the
   expander);
@@ -46,6 +47,8 @@ COUPLED_SHARE = 0.25   # of the time limit, for wiring one of the coupled groups
 HUB_TRIES = 32        # relay-hubs and heavy-pairs draws, the one with the fewest byte-hops is the candidate
 HUB_SHARE_S = 0.25    # of the time limit, for scoring the relay-hubs candidate exactly
 UNIFORM_CV = 0.1       # demand spread up to which the geometric near-Moore starts are offered (_near_uniform)
+SEED_FROM = 16         # exact solves above this many accelerators start from the search's wiring (_seeded)
+SEED_SHARE = 0.2       # of the time limit, for that search
 SOLVERS = ("auto", "milp", "cpsat", "lp-round", "search", "expander", "torus", "topoopt", "greedy")
 BASELINES = ("expander", "torus", "topoopt", "greedy")
 
@@ -259,15 +262,20 @@ def _expander_instead(problem: WiringProblem, params: SolveParams, t0: float, so
 
 
 def _better_start(start: SolveResult, run: SolveResult, params: SolveParams, t0: float) -> SolveResult:
-    """`start` (a construction the run began from, e.g. coupled groups) when it beat the run's answer (e.g.
-    lp-round does not take starts): with the run's limit and the better of both bounds."""
+    """`start` (a construction the run began from: coupled groups, or the search's wiring for an exact
+    solver) when it beat the run's answer (e.g. lp-round does not take starts, and an exact solver scoring
+    the start in less time may route it worse): with the run's limit, the better of both bounds and, under
+    "run", what the run ended with."""
     from dataclasses import replace
     bound = min(start.objective, max(start.bound or 0.0, run.bound or 0.0))
     gap = (start.objective - bound) / start.objective if start.objective else 0.0
     status = SolveStatus.OPTIMAL if gap <= params.rel_gap else SolveStatus.FEASIBLE
     wall = time.perf_counter() - t0
     solve = {**start.artifact.solve, "status": status.value, "bound": bound, "gap": gap, "limit": run.limit.value,
-             "wall_s": round(wall, 3)}
+             "wall_s": round(wall, 3),
+             "run": {"solver": run.solver, "status": run.status.value,
+                     "objective": run.objective if run.objective is not None and np.isfinite(run.objective) else None,
+                     "rounds": len(run.extra.get("rounds", ()))}}    # what the run itself ended with
     return replace(start, status=status, bound=bound, limit=run.limit, wall_s=wall,
                    artifact=start.artifact.with_meta(solve=solve))
 
@@ -285,6 +293,15 @@ def _step_by_phases(problem: WiringProblem, params: SolveParams, t0: float) -> S
     res = wire(proxy, "auto", replace(params, time_limit_s=max(1.0, params.time_limit_s - score_s)))
     return _result(problem, res.solver, res.artifact, params, t0, res.limit,
                    {"proxy": f"phases objective ({res.status.value}, {res.objective:.6g} s)"})
+
+
+def _seeded(problem: WiringProblem) -> bool:
+    """Does an exact solve of `problem` start from the search's wiring? Above SEED_FROM accelerators on the
+    time and phases objectives (the exact models there take their first wiring from the best start): at 64
+    the model alone takes most of a minute's limit and the quick baselines were the answer (qwen3-235b-64,
+    60 s: gap 75% against the search's 0.8%). Fixed circuits keep the baselines out, and the search too."""
+    return (problem.accelerators > SEED_FROM and problem.objective in ("time", "phases")
+            and problem.policy != "direct" and not problem.fixed_circuits)
 
 
 def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = SolveParams()) -> SolveResult:
@@ -309,7 +326,7 @@ def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = Sol
         raise InvalidInput("the step objective is the evaluator's model, which the exact models do not encode: "
                            "use --solver search or lp-round, or --objective phases (its communication part, "
                            "exact)", field="solver")
-    coupled = None
+    first = None       # the run's start: coupled groups, or for the exact models the search's wiring
     if solver not in BASELINES:
         from .coupled import coupled_groups, coupled_start
         groups = coupled_groups(problem)
@@ -318,17 +335,23 @@ def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = Sol
             try:
                 # the exact solvers wire the group themselves; the heuristics let `auto` pick (the MILP
                 # for a group of up to 16)
-                coupled = coupled_start(problem, solver if solver in ("milp", "cpsat") else "auto",
-                                        replace(params, time_limit_s=params.time_limit_s * COUPLED_SHARE), groups, wire)
+                first = coupled_start(problem, solver if solver in ("milp", "cpsat") else "auto",
+                                      replace(params, time_limit_s=params.time_limit_s * COUPLED_SHARE), groups, wire)
             except KeyboardInterrupt:     # Ctrl-C between solves: stop here, with a wiring
                 return _expander_instead(problem, params, t0, solver, "", Limit.INTERRUPT,
                                          "interrupted; returning the expander baseline")
-            if coupled is not None and coupled.limit == Limit.INTERRUPT:   # Ctrl-C while the group was wired
-                alt = _expander_instead(problem, params, t0, coupled.solver, "", Limit.INTERRUPT,
+            if first is not None and first.limit == Limit.INTERRUPT:   # Ctrl-C while the group was wired
+                alt = _expander_instead(problem, params, t0, first.solver, "", Limit.INTERRUPT,
                                         "interrupted; returning the expander baseline")
-                return coupled if coupled.objective <= alt.objective else alt
+                return first if first.objective <= alt.objective else alt
             params = replace(params, time_limit_s=max(1.0, params.time_limit_s - (time.perf_counter() - t0)))
-    start = coupled.artifact if coupled is not None else None
+    if first is None and solver in ("milp", "cpsat") and _seeded(problem):
+        from dataclasses import replace
+        first = wire(problem, "search", replace(params, time_limit_s=params.time_limit_s * SEED_SHARE))
+        if first.limit == Limit.INTERRUPT:       # Ctrl-C during the search: its wiring is the answer
+            return first
+        params = replace(params, time_limit_s=max(1.0, params.time_limit_s - (time.perf_counter() - t0)))
+    start = first.artifact if first is not None else None
     if solver in BASELINES:
         res = baseline(problem, solver, params)
     elif solver in ("milp", "cpsat"):
@@ -383,8 +406,8 @@ def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = Sol
         if hub_score is not None and hub_score[0] < res.objective:
             res = _result(problem, "search", hubs, params, t0, res.limit,
                           {"start": "relay hubs", "moves_tried": 0, "moves_kept": 0}, score=hub_score)
-    if coupled is not None and res.objective is not None and coupled.objective < res.objective:
-        res = _better_start(coupled, res, params, t0)
+    if first is not None and res.objective is not None and first.objective < res.objective:
+        res = _better_start(first, res, params, t0)
     if res.artifact is not None:
         bad = wiring_violations(res.artifact)
         if bad:  # a solver bug, never user input: refuse to return an unrealizable wiring

@@ -95,6 +95,11 @@ def _wiring_from(problem: WiringProblem, counts: dict[tuple[int, int, int], int]
     return Wiring(problem.accelerators, problem.ports, circuits, problem.layout, **meta)
 
 
+def _built(problem: WiringProblem) -> float:
+    """The longest time a MILP of `problem` took to build and pass to the solver so far (0 before any)."""
+    return _BUILD_S[problem] if problem in _BUILD_S else 0.0
+
+
 def _symmetric_switches(problem: WiringProblem) -> bool:
     lay = problem.layout
     return lay.is_uniform() and len(set(lay.switch_radix)) == 1
@@ -110,7 +115,7 @@ def _finish(problem: WiringProblem, solver: str, version: str, params: SolvePara
         bound = max(bound, model_bound)
     objective = None
     if wiring is not None:
-        objective, routing = problem.score(wiring, "best")
+        objective, routing = problem.score(wiring, "best", max(1.0, params.time_limit_s - (time.perf_counter() - t0)))
         extra = {**extra, "routing": routing}
         if status == SolveStatus.OPTIMAL:
             bound = max(bound, min(objective, extra.get("model_objective", objective)))
@@ -172,27 +177,32 @@ def _topology_rows(problem: WiringProblem, ix: _Index, per_switch: bool):
 
 
 _SYM_CACHE = ProblemCache()      # the probes rebuild the model: its rows took 11 s at 64 accelerators
+_BUILD_S = ProblemCache()        # the longest MILP build (model and transfer) seen per problem, in seconds
 
 
-def _symmetry_rows(problem: WiringProblem, ix: _Index, labels: list | None = None) -> list[tuple[int, int, int]]:
+def _symmetry_rows(problem: WiringProblem, ix: _Index, labels: list | None = None,
+                   seconds: float | None = None) -> list[tuple[int, int, int]]:
     """Node-relabelling symmetry-breaking rows (r, a, b): x[r, a] >= x[r, b] (solvers/symmetry.py). Fixed
     circuits are part of each pair's kind (per switch), so only relabellings that keep them count; so are
-    `labels` (one per accelerator, e.g. the cross degrees a labelled case fixes)."""
+    `labels` (one per accelerator, e.g. the cross degrees a labelled case fixes). `seconds`: the time limit
+    of the first solve that asks, which sizes the search for them (kept for the later solves)."""
     memo = _SYM_CACHE.setdefault(problem, {})
     key_ = None if labels is None else tuple(labels)
     if key_ not in memo:
-        memo[key_] = _symmetry_rows_of(problem, ix, labels)
+        memo[key_] = _symmetry_rows_of(problem, ix, labels, seconds)
     return list(memo[key_])
 
 
-def _symmetry_rows_of(problem: WiringProblem, ix: _Index, labels: list | None) -> list[tuple[int, int, int]]:
+def _symmetry_rows_of(problem: WiringProblem, ix: _Index, labels: list | None,
+                      seconds: float | None = None) -> list[tuple[int, int, int]]:
     from .symmetry import row_orderings
     fixed_on: dict[tuple[int, int], list] = {}
     for (s, i, j), cnt in sorted(ix.fixed.items()):
         fixed_on.setdefault((i, j), []).append((s, cnt))
     pair_kind = {p: (tuple(ix.on[p]), tuple(fixed_on.get(p, ()))) for p in ix.pairs}
     rows = row_orderings(problem.demand_colours(), pair_kind,
-                         [(tuple(ix.cap[a]), None if labels is None else labels[a]) for a in range(ix.n)])
+                         [(tuple(ix.cap[a]), None if labels is None else labels[a]) for a in range(ix.n)],
+                         seconds=seconds)
     key = lambda i, j: (min(i, j), max(i, j))
     return [(r, a, b) for r, a, b in rows if key(r, a) in pair_kind and key(r, b) in pair_kind]
 
@@ -303,8 +313,9 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams(), star
                                                      if best.objective is not None and best.bound is not None else ""))
     interrupted = False
     if best.status == SolveStatus.FEASIBLE and not np.isfinite(best.objective or np.inf):
-        left = params.time_limit_s - (time.perf_counter() - t0)    # no usable answer yet: the plain model on
-        if left >= 1.0:
+        # no usable answer yet: the plain model on the rest, less the starts' share
+        left = (1 - START_SHARE) * (params.time_limit_s - (time.perf_counter() - t0))
+        if left >= max(1.0, PROBE_MIN_BUILDS * _built(problem)):
             try:
                 res = _two_stage(problem, replace(params, time_limit_s=left), _solve_milp)
                 rounds.append(_round(res, None))
@@ -314,7 +325,8 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams(), star
                 interrupted = True
     if best.status == SolveStatus.OPTIMAL:
         return best
-    best = _baseline_start(problem, params, best, best.solver, start)
+    best = _baseline_start(problem, params, best, best.solver, start,
+                           START_SHARE * (params.time_limit_s - (time.perf_counter() - t0)))
     if best.status != SolveStatus.FEASIBLE or best.objective is None or not np.isfinite(best.objective):
         return best
     bound = best.bound or 0.0
@@ -330,6 +342,8 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams(), star
             break
         probe = bound + step * (inc - bound)
         share = left if step < 0.1 else max(1.0, left / 2)
+        if share < PROBE_MIN_BUILDS * _built(problem):
+            break                                # building the model would take most of the probe's time
         try:
             res = _two_stage(problem, replace(params, time_limit_s=share), partial(_solve_milp, cutoff=probe))
         except KeyboardInterrupt:     # Ctrl-C during a probe: the answer so far, marked as interrupted
@@ -362,12 +376,16 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams(), star
 
 
 FIRST_SHARE = 0.3   # of the time limit, for the plain time model before the probes
+START_SHARE = 0.25  # of the time left after the first round, for scoring the starts (_baseline_start)
+PROBE_MIN_BUILDS = 2.0   # a probe needs at least this many times the model's build time
 STAGES_MIN_S = 900.0   # time left at which coupled groups get the case split or net test (solvers/stages.py)
 STAGES_MAX_GROUP = 10  # accelerators per group: its one-group models stay small
 STAGES_SHARE = 0.8     # of the time left, for the case split and its probes
 GROUPS_SHARE = 0.6     # of the time left, for the net test of three or more groups
 STAGES_FIRST_S = 120.0  # the plain model's first round before the case split
 CPSAT_FIRST_SHARE = 0.1   # CP-SAT's integer-routing round only supplies a first wiring; its probes do the rest
+CPSAT_FIRST_MAX_FLOWS = 100_000   # flow variables above which that round is skipped when a start is given
+                                  # (qwen3-235b-64: 258,000; building them took 9 s of its 1.5 s at 20 s)
 TIGHT_GAP = 0.02     # below this gap a CP-SAT probe first tries to beat the best wiring at all
 
 
@@ -556,18 +574,19 @@ def pulp_topology(prob, problem: WiringProblem, ix: _Index, per_switch: bool, sy
     return y, x, ncl
 
 
-def pulp_solver(backend: str, params: SolveParams, ctrl_c: HighsCtrlC, time_limit_s: float):
-    """The PuLP solver object: HiGHS with Ctrl-C callbacks, or CBC."""
+def pulp_solver(backend: str, params: SolveParams, ctrl_c: HighsCtrlC, deadline: float):
+    """The PuLP solver object: HiGHS with Ctrl-C callbacks, its clock ending at `deadline` (a
+    `time.perf_counter()` value; passing the model counts), or CBC with what is left now (at least 1 s)."""
     import pulp
     if backend == "highs":
         import highspy
         kinds = highspy.cb.HighsCallbackType
-        from .highs import threads
-        return pulp.HiGHS(msg=False, timeLimit=time_limit_s, threads=threads(params.threads),
-                          gapRel=params.rel_gap, random_seed=params.seed, callbackTuple=(ctrl_c.callback, None),
+        from .highs import pulp_highs, threads
+        return pulp_highs(deadline, msg=False, threads=threads(params.threads), gapRel=params.rel_gap,
+                          random_seed=params.seed, callbackTuple=(ctrl_c.callback, None),
                           callbacksToActivate=[kinds.kCallbackMipInterrupt, kinds.kCallbackSimplexInterrupt,
                                                kinds.kCallbackIpmInterrupt])
-    return pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit_s, threads=params.threads,
+    return pulp.PULP_CBC_CMD(msg=False, timeLimit=max(1.0, deadline - time.perf_counter()), threads=params.threads,
                              gapRel=params.rel_gap, options=[f"randomSeed {params.seed + 1}"])
 
 
@@ -587,7 +606,7 @@ def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool,
     D = t / scale
     cap = problem.port_bytes_per_s / scale
     prob = pulp.LpProblem("wiring", pulp.LpMaximize if problem.objective == "time" else pulp.LpMinimize)
-    sym = _symmetry_rows(problem, ix, _labels(ix, case, labelled))
+    sym = _symmetry_rows(problem, ix, _labels(ix, case, labelled), params.time_limit_s)
     timed = problem.objective == "time"
     # only wirings at least as good as the cutoff (shaved so the cutoff's own wiring stays inside)
     lam_lo = (1 - 1e-7) / cutoff if (timed and cutoff) else 0.0
@@ -615,13 +634,16 @@ def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool,
         prob += pulp.lpSum(flows)
     ctrl_c = HighsCtrlC()
     # the model took time to build (8 s for 64 accelerators): the solver gets what is left of the limit
-    solver = pulp_solver(backend, params, ctrl_c, max(1.0, params.time_limit_s - (time.perf_counter() - t0)))
+    solver = pulp_solver(backend, params, ctrl_c, t0 + params.time_limit_s)
     try:
         with _quiet_stdout(), ctrl_c:
             prob.solve(solver)
     except pulp.PulpSolverError as exc:
         raise SolverUnavailable(f"{backend}: {exc}") from None
     wall = time.perf_counter() - t0
+    # HiGHS's time is the model's solution time, the rest building and passing it
+    built = wall - (prob.solverModel.getRunTime() if backend == "highs" else 0.0)
+    _BUILD_S[problem] = max(built, _built(problem))
     name = f"milp-{backend}"
     version = f"pulp {pulp.__version__}"
     limit = Limit.INTERRUPT if ctrl_c.hit else Limit.TIME if wall >= params.time_limit_s * 0.98 else Limit.NONE
@@ -696,7 +718,14 @@ def solve_cpsat(problem: WiringProblem, params: SolveParams = SolveParams(), sta
         return _two_stage(problem, params, _solve_cpsat)
     t0 = time.perf_counter()
     tg = _uniform_groups(problem, params, t0)
-    best = _two_stage(problem, replace(params, time_limit_s=_first_s(params, CPSAT_FIRST_SHARE, tg)), _solve_cpsat)
+    ix = _index(problem)
+    if start is not None and len(ix.srcs) * len(ix.arcs) > CPSAT_FIRST_MAX_FLOWS:
+        import ortools                   # the round would only build its model in the time it has
+        best = SolveResult(SolveStatus.NO_SOLUTION, None, None, 0.0, "cpsat", f"ortools {ortools.__version__}",
+                           params.seed, Limit.NONE, message="integer-routing round skipped: the start is given")
+    else:
+        best = _two_stage(problem, replace(params, time_limit_s=_first_s(params, CPSAT_FIRST_SHARE, tg)),
+                          _solve_cpsat)
     say = params.progress or (lambda msg: None)
     say(f"cpsat first round: {best.status.value}" + (f", {best.objective:.6g} s" if best.objective else ""))
     if best.limit == Limit.INTERRUPT and best.artifact is None:
@@ -704,18 +733,21 @@ def solve_cpsat(problem: WiringProblem, params: SolveParams = SolveParams(), sta
     if best.status == SolveStatus.OPTIMAL or best.limit == Limit.INTERRUPT:
         return best
     rounds = [_round(best, None)] if best.objective is not None else []
-    best = _baseline_start(problem, params, best, "cpsat", start)      # integer units can be coarse
+    best = _baseline_start(problem, params, best, "cpsat", start,      # integer units can be coarse
+                           START_SHARE * (params.time_limit_s - (time.perf_counter() - t0)))
     if best.objective is None or not np.isfinite(best.objective):
         return best
     return _metric_probes(problem, params, t0, best, rounds, tg)
 
 
 def _baseline_start(problem: WiringProblem, params: SolveParams, best: SolveResult, solver: str,
-                    start: Wiring | None = None) -> SolveResult:
+                    start: Wiring | None = None, seconds: float | None = None) -> SolveResult:
     """The better of `best`, the quick greedy and TopoOpt-style baselines and `start` (a wiring the caller
-    built, e.g. from coupled groups), scored exactly and keeping `best`'s bound, as the first wiring of the
-    probes: on 40 accelerators a short first round of either exact model is often worse than both. Fixed
-    circuits rule the baselines out."""
+    built: coupled groups, or the search's answer on larger instances), scored exactly (within `seconds`
+    together, when given) and keeping `best`'s bound, as the first wiring of the probes: on 40 accelerators
+    a short first round of either exact model is often worse than both. Fixed circuits rule the baselines
+    out."""
+    from dataclasses import replace
     if best.status not in (SolveStatus.FEASIBLE, SolveStatus.NO_SOLUTION):
         return best
     from . import baselines
@@ -724,8 +756,9 @@ def _baseline_start(problem: WiringProblem, params: SolveParams, best: SolveResu
                                                ("topoopt baseline", baselines.topoopt(t, problem.layout, params.seed))]
     if start is not None:
         cands.append(("given start", start))
+    each = params if seconds is None else replace(params, time_limit_s=max(1.0, seconds / max(1, len(cands))))
     for name, w in cands:
-        res = _finish(problem, solver, best.solver_version, params, time.perf_counter(), SolveStatus.FEASIBLE,
+        res = _finish(problem, solver, best.solver_version, each, time.perf_counter(), SolveStatus.FEASIBLE,
                       Limit.NONE, w, best.bound, {"model": f"start: {name}"})
         if np.isfinite(res.objective) and (best.objective is None or res.objective < best.objective):
             best = res
@@ -753,7 +786,7 @@ def _metric_probes(problem: WiringProblem, params: SolveParams, t0: float, best:
     from .benders import MetricCuts, probe
     say = params.progress or (lambda msg: None)
     ix = _index(problem)
-    sym = _symmetry_rows(problem, ix)
+    sym = _symmetry_rows(problem, ix, seconds=params.time_limit_s)
     per_switch = bool(problem.fixed_circuits)
     cuts = _injection_cuts(MetricCuts(problem, ix))
     adj = best.artifact.adjacency()
@@ -855,7 +888,8 @@ def _solve_cpsat(problem: WiringProblem, params: SolveParams, per_switch: bool) 
     ix = _index(problem)
     unit, D = integer_units(problem.traffic.bytes_)
     m = cp_model.CpModel()
-    y, x, sym = cpsat_topology(m, problem, ix, per_switch)
+    y, x, sym = cpsat_topology(m, problem, ix, per_switch, None,
+                               _symmetry_rows(problem, ix, seconds=params.time_limit_s))
     total = int(D.sum())
     exact_units_ok = bool(np.allclose(D * unit, problem.traffic.bytes_))
     keys, out_k, inn_k = _flow_keys(problem, ix)

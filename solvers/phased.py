@@ -66,7 +66,7 @@ def solve_milp_phases(problem: WiringProblem, params: SolveParams, per_switch: b
     parts = _parts(problem)
     ref = sum(w * lb for w, _, lb in parts) or 1.0            # seconds: keeps the model's objective near 1
     prob = pulp.LpProblem("phases", pulp.LpMinimize)
-    sym = _symmetry_rows(problem, ix)
+    sym = _symmetry_rows(problem, ix, seconds=params.time_limit_s)
     y, x, ncl = pulp_topology(prob, problem, ix, per_switch, sym)
     lam, s = [], []
     for k, (w, sub, lb) in enumerate(parts):
@@ -116,7 +116,7 @@ def solve_milp_phases(problem: WiringProblem, params: SolveParams, per_switch: b
             limit = Limit.TIME
             break
         with quiet_stdout(), ctrl_c:
-            prob.solve(pulp_solver(backend, fine, ctrl_c, left))
+            prob.solve(pulp_solver(backend, fine, ctrl_c, t0 + params.time_limit_s))
         rounds += 1
         if ctrl_c.hit:
             limit = Limit.INTERRUPT
@@ -190,7 +190,7 @@ def solve_cpsat_phases(problem: WiringProblem, params: SolveParams, per_switch: 
         upper = sum(w * lb for w, _, lb in parts) * 100 or 1.0
     u = upper / UNITS
     m = cp_model.CpModel()
-    sym = _symmetry_rows(problem, ix)
+    sym = _symmetry_rows(problem, ix, seconds=params.time_limit_s)
     y, x, _ = cpsat_topology(m, problem, ix, per_switch, None, sym)
     xs = [x[p] for p in ix.pairs]
     scale_l = max(100, min(LENGTHS, (1 << 62) // ((2 * UNITS + len(parts)) * max(1, sum(ix.max_x.values()))

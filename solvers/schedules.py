@@ -844,10 +844,10 @@ def milp_allgather(fab: Fabric, coll: Collective, chunks: int, steps: int, time_
             prob += dur[t] >= fab.alpha_us + fab.link_latency_us + per_chunk_us[a] * \
                 pulp.lpSum(send[(c, a, t)] for c in range(chunks))
     prob += pulp.lpSum(dur[1:])
-    from .highs import threads
-    solver = pulp.HiGHS(msg=False, timeLimit=time_limit_s, threads=threads(2), random_seed=seed) if backend == "highs" \
-        else pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit_s, threads=2)
+    from .highs import pulp_highs, threads
     t0 = time.perf_counter()
+    solver = pulp_highs(t0 + time_limit_s, msg=False, threads=threads(2), random_seed=seed) if backend == "highs" \
+        else pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit_s, threads=2)
     with _quiet_stdout():
         prob.solve(solver)
     wall = time.perf_counter() - t0

@@ -26,7 +26,9 @@ import networkx as nx
 import numpy as np
 
 MAX_NODES = 64
-WORK = 20000      # refinements (about 1 ms each at 64 nodes) for one instance's rows; then the rows so far
+WORK = 20000      # refinements (about 0.6 ms each at 64 nodes) for one instance's rows; then the rows so far
+WORK_PER_S = 100  # refinements per second of the solve's time limit, at 4,096 edges (fewer on more edges)
+WORK_MIN = 200    # refinements however short the limit (small instances need a few dozen)
 
 
 def _graph(t: np.ndarray, pair_kind: dict[tuple[int, int], object], node_kind: list) -> nx.DiGraph:
@@ -102,9 +104,17 @@ def _refine_arrays(g: nx.DiGraph, cols: np.ndarray) -> np.ndarray:
                 h = np.zeros(n, dtype=np.uint64)
                 np.add.at(h, b, _mix(c[a] * width + cls + col_i * (1 << 40)))
                 sig[r, :, col_i] = h
-        _, inv = np.unique(sig.reshape(k * n, 3), axis=0, return_inverse=True)
-        new = inv.reshape(k, n).astype(np.int64)
-        if all(np.unique(new[r]).size == np.unique(cols[r]).size for r in range(k)):
+        # new colours: (old colour, hash of both neighbour multisets) numbered in sorted order (a 1-D sort;
+        # np.unique over rows took most of the time)
+        old, nb = sig[:, :, 0].ravel(), _mix(sig[:, :, 1] ^ _mix(sig[:, :, 2])).ravel()
+        order = np.lexsort((nb, old))
+        step = np.empty(order.size, dtype=np.int64)
+        step[0] = 0
+        step[1:] = (old[order][1:] != old[order][:-1]) | (nb[order][1:] != nb[order][:-1])
+        new = np.empty(order.size, dtype=np.int64)
+        new[order] = np.cumsum(step)
+        new = new.reshape(k, n)
+        if all(np.count_nonzero(np.bincount(new[r])) == np.count_nonzero(np.bincount(cols[r])) for r in range(k)):
             return new
         cols = new
 
@@ -153,6 +163,8 @@ def _base_colours(g: nx.DiGraph, fixed: list[int]) -> dict[int, object]:
 def _same_orbit(g: nx.DiGraph, fixed: list[int], a: int, b: int, work: list[int]) -> dict[int, int] | None:
     """An automorphism fixing `fixed` pointwise that maps a to b, or None (none exists, or the work ran out:
     then a and b are kept apart, which leaves orbits smaller and the rows valid)."""
+    if work[0] <= 0:
+        return None
     c1 = _base_colours(g, fixed)
     c2 = dict(c1)
     c1[a] = c2[b] = ("moved",)
@@ -213,15 +225,18 @@ def orbits(g: nx.DiGraph, fixed: list[int], gens: list[dict[int, int]] | None = 
 
 
 def row_orderings(t: np.ndarray, pair_kind: dict[tuple[int, int], object], node_kind: list,
-                  max_levels: int | None = None) -> list[tuple[int, int, int]]:
+                  max_levels: int | None = None, seconds: float | None = None) -> list[tuple[int, int, int]]:
     """Symmetry-breaking rows (r, a, b), each meaning x[r, a] >= x[r, b], valid for the automorphism
-    group of the demand digraph with node and pair attributes (see the module doc)."""
+    group of the demand digraph with node and pair attributes (see the module doc). `seconds`, the time
+    limit of the solve they are for, scales the work budget (WORK_PER_S; a fixed count, so the rows are
+    the same on every machine): about 7% of the limit goes to the rows."""
     n = t.shape[0]
     if n > MAX_NODES or n < 3:
         return []
     g = _graph(t, pair_kind, node_kind)
     gens: list[dict[int, int]] = []
-    work = [WORK]
+    edges = _arrays(g)[1].size + n
+    work = [WORK if seconds is None else min(WORK, max(WORK_MIN, int(seconds * WORK_PER_S * 4096 / edges)))]
     first = orbits(g, [], gens, work)
     if len(first[0]) < 2:
         return []
