@@ -5,7 +5,8 @@ no printing (progress goes through ``SolveParams.progress``).
 ``wire(problem, solver, params)`` dispatches:
 
 - ``milp`` (PuLP: HiGHS, or CBC with ``backend="cbc"``) and ``cpsat``: exact models (:mod:`solvers.exact`);
-  above SEED_FROM accelerators they start from ``search``'s wiring (a fifth of the time, :func:`_seeded`);
+  above SEED_FROM accelerators they start from ``search``'s wiring (a fifth of the time, at most a minute;
+  the coupled groups' wiring is one of its starts; :func:`_seeded`);
 - ``lp-round``: LP relaxation (fractional circuits and routing), rounded to a degree-feasible multigraph,
   coloured onto the switches, then improved by local search (up to 40 accelerators, else it starts from the
   expander);
@@ -49,6 +50,7 @@ HUB_SHARE_S = 0.25    # of the time limit, for scoring the relay-hubs candidate 
 UNIFORM_CV = 0.1       # demand spread up to which the geometric near-Moore starts are offered (_near_uniform)
 SEED_FROM = 16         # exact solves above this many accelerators start from the search's wiring (_seeded)
 SEED_SHARE = 0.2       # of the time limit, for that search
+SEED_MAX_S = 60.0      # and at most this (on up to 64 accelerators its moves level off within seconds)
 SOLVERS = ("auto", "milp", "cpsat", "lp-round", "search", "expander", "torus", "topoopt", "greedy")
 BASELINES = ("expander", "torus", "topoopt", "greedy")
 
@@ -299,9 +301,42 @@ def _seeded(problem: WiringProblem) -> bool:
     """Does an exact solve of `problem` start from the search's wiring? Above SEED_FROM accelerators on the
     time and phases objectives (the exact models there take their first wiring from the best start): at 64
     the model alone takes most of a minute's limit and the quick baselines were the answer (qwen3-235b-64,
-    60 s: gap 75% against the search's 0.8%). Fixed circuits keep the baselines out, and the search too."""
+    60 s: gap 75% against the search's 0.8%); on 20 accelerators in TP groups of 4 beside an all-to-all
+    (phases, 15 s) the coupled groups' wiring was 0.000832 s where the search reaches 0.000512 s. Fixed
+    circuits keep the baselines out, and the search too."""
     return (problem.accelerators > SEED_FROM and problem.objective in ("time", "phases")
             and problem.policy != "direct" and not problem.fixed_circuits)
+
+
+def _search_from(problem: WiringProblem, params: SolveParams, t0: float, shape: WiringProblem,
+                 start: Wiring | None) -> SolveResult:
+    """`search`: the best quick start (baselines, the geometric and heavy-pairs constructions, and `start`,
+    the coupled groups' wiring when there is one), improved by local search; relay hubs scored beside it."""
+    cands = {"expander": baselines.expander(problem.layout, params.seed),
+             "topoopt": baselines.topoopt(problem.traffic.bytes_, problem.layout, params.seed)}
+    if problem.policy == "direct":     # the only start built to give every demand its own circuit
+        cands["greedy"] = baselines.greedy(problem.traffic.bytes_, problem.layout, params.seed)
+    geometric = near_moore(problem.layout, params.seed) if _near_uniform(problem.traffic.bytes_) else None
+    if geometric is not None:
+        cands["near-moore"] = geometric
+    # relay hubs are a whole alternative, scored exactly but not searched: the hop-count proxy only moves
+    # hub circuits onto busy pairs (pd-96: 0.00391 s start, 0.00397-0.00407 s after the moves), while
+    # where hubs do not pay the search from the best baseline wins (dlrm p = 4: 0.0055 s against 0.0065)
+    hubs = relay_hubs(problem.traffic.bytes_, problem.layout, params.seed, HUB_TRIES)
+    hub_score = None if hubs is None else \
+        problem.score(hubs, "best", max(2.0, HUB_SHARE_S * params.time_limit_s))
+    heavy = heavy_pairs(shape, params.seed, HUB_TRIES)
+    if heavy is not None:
+        cands["heavy pairs"] = heavy[0]
+    if start is not None:
+        cands["coupled groups"] = start
+    name, begin, score = _scored_start(problem, params, cands)
+    res = _search(problem, params, begin, "search", t0, {"start": name}, score,
+                  heavy[1] if name == "heavy pairs" else None)
+    if hub_score is not None and hub_score[0] < res.objective:
+        res = _result(problem, "search", hubs, params, t0, res.limit,
+                      {"start": "relay hubs", "moves_tried": 0, "moves_kept": 0}, score=hub_score)
+    return res
 
 
 def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = SolveParams()) -> SolveResult:
@@ -345,9 +380,11 @@ def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = Sol
                                         "interrupted; returning the expander baseline")
                 return first if first.objective <= alt.objective else alt
             params = replace(params, time_limit_s=max(1.0, params.time_limit_s - (time.perf_counter() - t0)))
-    if first is None and solver in ("milp", "cpsat") and _seeded(problem):
-        from dataclasses import replace
-        first = wire(problem, "search", replace(params, time_limit_s=params.time_limit_s * SEED_SHARE))
+    if solver in ("milp", "cpsat") and _seeded(problem):
+        from dataclasses import replace         # the search from the best start, the coupled groups' among them
+        share = min(SEED_MAX_S, params.time_limit_s * SEED_SHARE)
+        first = _search_from(problem, replace(params, time_limit_s=share), time.perf_counter(), shape,
+                             None if first is None else first.artifact)
         if first.limit == Limit.INTERRUPT:       # Ctrl-C during the search: its wiring is the answer
             return first
         params = replace(params, time_limit_s=max(1.0, params.time_limit_s - (time.perf_counter() - t0)))
@@ -381,31 +418,8 @@ def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = Sol
         score = problem.score(start, time_limit_s=max(2.0, params.time_limit_s / 10)) \
             if problem.accelerators <= 256 else None
         res = _search(problem, params, start, "lp-round", t0, {"start": how}, score, pinned)
-    else:  # search: start from the best quick baseline
-        cands = {"expander": baselines.expander(problem.layout, params.seed),
-                 "topoopt": baselines.topoopt(problem.traffic.bytes_, problem.layout, params.seed)}
-        if problem.policy == "direct":     # the only start built to give every demand its own circuit
-            cands["greedy"] = baselines.greedy(problem.traffic.bytes_, problem.layout, params.seed)
-        geometric = near_moore(problem.layout, params.seed) if _near_uniform(problem.traffic.bytes_) else None
-        if geometric is not None:
-            cands["near-moore"] = geometric
-        # relay hubs are a whole alternative, scored exactly but not searched: the hop-count proxy only moves
-        # hub circuits onto busy pairs (pd-96: 0.00391 s start, 0.00397-0.00407 s after the moves), while
-        # where hubs do not pay the search from the best baseline wins (dlrm p = 4: 0.0055 s against 0.0065)
-        hubs = relay_hubs(problem.traffic.bytes_, problem.layout, params.seed, HUB_TRIES)
-        hub_score = None if hubs is None else \
-            problem.score(hubs, "best", max(2.0, HUB_SHARE_S * params.time_limit_s))
-        heavy = heavy_pairs(shape, params.seed, HUB_TRIES)
-        if heavy is not None:
-            cands["heavy pairs"] = heavy[0]
-        if start is not None:
-            cands["coupled groups"] = start
-        name, begin, score = _scored_start(problem, params, cands)
-        res = _search(problem, params, begin, "search", t0, {"start": name}, score,
-                      heavy[1] if name == "heavy pairs" else None)
-        if hub_score is not None and hub_score[0] < res.objective:
-            res = _result(problem, "search", hubs, params, t0, res.limit,
-                          {"start": "relay hubs", "moves_tried": 0, "moves_kept": 0}, score=hub_score)
+    else:  # search: start from the best quick baseline (or the coupled groups)
+        res = _search_from(problem, params, t0, shape, start)
     if first is not None and res.objective is not None and first.objective < res.objective:
         res = _better_start(first, res, params, t0)
     if res.artifact is not None:
