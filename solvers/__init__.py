@@ -383,8 +383,13 @@ def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = Sol
     if solver in ("milp", "cpsat") and _seeded(problem):
         from dataclasses import replace         # the search from the best start, the coupled groups' among them
         share = min(SEED_MAX_S, params.time_limit_s * SEED_SHARE)
-        first = _search_from(problem, replace(params, time_limit_s=share), time.perf_counter(), shape,
-                             None if first is None else first.artifact)
+        try:
+            first = _search_from(problem, replace(params, time_limit_s=share), time.perf_counter(), shape,
+                                 None if first is None else first.artifact)
+        except KeyboardInterrupt:     # Ctrl-C while the starts were built: the coupled start, or the expander
+            alt = _expander_instead(problem, params, t0, solver, "", Limit.INTERRUPT,
+                                    "interrupted; returning the expander baseline")
+            return first if first is not None and first.objective <= alt.objective else alt
         if first.limit == Limit.INTERRUPT:       # Ctrl-C during the search: its wiring is the answer
             return first
         params = replace(params, time_limit_s=max(1.0, params.time_limit_s - (time.perf_counter() - t0)))

@@ -635,14 +635,15 @@ def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool,
     ctrl_c = HighsCtrlC()
     # the model took time to build (8 s for 64 accelerators): the solver gets what is left of the limit
     solver = pulp_solver(backend, params, ctrl_c, t0 + params.time_limit_s)
+    built = time.perf_counter() - t0
     try:
         with _quiet_stdout(), ctrl_c:
             prob.solve(solver)
     except pulp.PulpSolverError as exc:
         raise SolverUnavailable(f"{backend}: {exc}") from None
     wall = time.perf_counter() - t0
-    # HiGHS's time is the model's solution time, the rest building and passing it
-    built = wall - (prob.solverModel.getRunTime() if backend == "highs" else 0.0)
+    if backend == "highs":        # passing the model counts too: all but HiGHS's own run
+        built = wall - prob.solverModel.getRunTime()
     _BUILD_S[problem] = max(built, _built(problem))
     name = f"milp-{backend}"
     version = f"pulp {pulp.__version__}"

@@ -790,6 +790,27 @@ def test_ctrl_c_stops_a_long_solve_promptly(solver):
     assert res.artifact is not None and not wiring_violations(res.artifact)
 
 
+def test_ctrl_c_during_the_search_that_seeds_an_exact_solve():
+    # above 16 accelerators the exact solvers first run the search (up to a minute of a 300 s limit): a SIGINT
+    # then ends the command at once with the search's wiring so far, marked "interrupt"
+    import os
+    import signal
+    import threading
+    rng = np.random.default_rng(21)
+    t = rng.random((24, 24)) * 1e6
+    np.fill_diagonal(t, 0)
+    timer = threading.Timer(3.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+    t0 = time.perf_counter()
+    timer.start()
+    try:
+        res = wire(problem(t, 4), "milp", SolveParams(time_limit_s=300))
+    finally:
+        timer.cancel()
+    assert time.perf_counter() - t0 < 30
+    assert res.limit.value == "interrupt" and res.status == SolveStatus.FEASIBLE
+    assert res.artifact is not None and not wiring_violations(res.artifact)
+
+
 def test_path_lp_handles_paths_longer_than_64_hops():
     # paths are hashed position by position: a 70-hop path on a ring of 140 needs 71 multipliers
     from synth.network import Network
