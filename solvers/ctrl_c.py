@@ -10,26 +10,61 @@ from __future__ import annotations
 class HighsCtrlC:
     """Ctrl-C for HiGHS, which runs in C++ where Python's KeyboardInterrupt cannot reach it: while a solve
     runs, SIGINT only sets a flag, and HiGHS's interrupt callbacks (called between nodes and iterations)
-    tell it to stop. The solve then returns what it has, marked Limit.INTERRUPT. Main thread only."""
+    tell it to stop. The solve then returns what it has, marked Limit.INTERRUPT. Main thread only.
+
+    The flag is set from two places: the Python handler (when the main thread runs Python) and a watcher
+    thread woken through the signal wakeup fd, which CPython writes the moment the signal lands. HiGHS's
+    MIP calls its callbacks from its worker threads too, and Python runs signal handlers only in the main
+    thread, which sits inside HiGHS's run: with the handler alone the flag could stay unset and the solve
+    run to its limit (a test's 300 s solve once did)."""
 
     def __init__(self) -> None:
         self.hit = False
         self._prev = None
+        self._prev_fd = -1
+        self._pipe: tuple[int, int] | None = None
+        self._watcher = None
 
     def __enter__(self):
+        import os
         import signal
         import threading
-        if threading.current_thread() is threading.main_thread():
-            self._prev = signal.signal(signal.SIGINT, self._on_sigint)
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        r, w = os.pipe()
+        os.set_blocking(w, False)
+        self._pipe = (r, w)
+
+        def watch() -> None:
+            while True:
+                data = os.read(r, 64)
+                if not data:                      # the write end closed: the solve is over
+                    return
+                if signal.SIGINT in data:
+                    self.hit = True
+
+        self._watcher = threading.Thread(target=watch, daemon=True)
+        self._watcher.start()
+        self._prev = signal.signal(signal.SIGINT, self._on_sigint)
+        self._prev_fd = signal.set_wakeup_fd(w)
         return self
 
     def _on_sigint(self, signum, frame) -> None:
         self.hit = True
 
     def __exit__(self, *exc) -> bool:
+        import os
         import signal
+        if self._pipe is None:
+            return False
+        signal.set_wakeup_fd(self._prev_fd)
         if self._prev is not None:
             signal.signal(signal.SIGINT, self._prev)
+        r, w = self._pipe
+        os.close(w)
+        self._watcher.join()
+        os.close(r)
+        self._pipe = self._watcher = None
         return False
 
     def callback(self, kind, message, data_out, data_in, user_data) -> None:

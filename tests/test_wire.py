@@ -913,3 +913,32 @@ def test_problem_cache_keys_by_identity_and_keeps_the_last_few():
     assert a not in cache and cache[b] == 2 and cache[c] == 3
     with pytest.raises(KeyError):
         cache[a]
+
+
+def test_highs_ctrl_c_sees_a_sigint_while_the_main_thread_is_inside_c():
+    # HiGHS's MIP calls its interrupt callback from worker threads while the main thread sits in its run, where
+    # Python signal handlers cannot run: the flag must still be set (by the wakeup-fd watcher) within moments
+    import os
+    import signal
+    import threading
+    from solvers.ctrl_c import HighsCtrlC
+    seen = []
+    with HighsCtrlC() as c:
+        t0 = time.perf_counter()
+
+        def other_thread():
+            time.sleep(0.2)
+            os.kill(os.getpid(), signal.SIGINT)
+            while not c.hit and time.perf_counter() - t0 < 5:
+                time.sleep(0.01)
+            seen.append(time.perf_counter() - t0)
+
+        import hashlib
+        helper = threading.Thread(target=other_thread)
+        helper.start()
+        # one C call of about 1.7 s with the GIL released, as HiGHS's run: the Python handler waits for it
+        hashlib.pbkdf2_hmac("sha256", b"key", b"salt", 3_000_000)
+        busy = time.perf_counter() - t0
+        helper.join()
+    assert c.hit and seen[0] < min(1.0, busy), (seen, busy)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
