@@ -7,19 +7,15 @@ solve runs to its limit.
 from __future__ import annotations
 
 
-class HighsCtrlC:
-    """Ctrl-C for HiGHS, which runs in C++ where Python's KeyboardInterrupt cannot reach it: while a solve
-    runs, SIGINT only sets a flag, and HiGHS's interrupt callbacks (called between nodes and iterations)
-    tell it to stop. The solve then returns what it has, marked Limit.INTERRUPT. Main thread only.
+class _SigintWatch:
+    """While open (main thread only): SIGINT sets `hit` through a Python handler and, through the signal
+    wakeup fd that CPython writes the moment the signal lands, wakes a watcher thread that sets `hit` too and
+    calls `on_hit` (e.g. to stop a C++ search). The watcher is what reaches code running in C++ threads while
+    the main thread sits inside a solver's run: Python runs signal handlers only in the main thread."""
 
-    The flag is set from two places: the Python handler (when the main thread runs Python) and a watcher
-    thread woken through the signal wakeup fd, which CPython writes the moment the signal lands. HiGHS's
-    MIP calls its callbacks from its worker threads too, and Python runs signal handlers only in the main
-    thread, which sits inside HiGHS's run: with the handler alone the flag could stay unset and the solve
-    run to its limit (a test's 300 s solve once did)."""
-
-    def __init__(self) -> None:
+    def __init__(self, on_hit=None) -> None:
         self.hit = False
+        self._on_hit = on_hit
         self._prev = None
         self._prev_fd = -1
         self._pipe: tuple[int, int] | None = None
@@ -38,10 +34,13 @@ class HighsCtrlC:
         def watch() -> None:
             while True:
                 data = os.read(r, 64)
-                if not data:                      # the write end closed: the solve is over
+                if not data:                      # the write end closed: the block is over
                     return
                 if signal.SIGINT in data:
                     self.hit = True
+                    if self._on_hit is not None:
+                        self._on_hit()
+                    return
 
         self._watcher = threading.Thread(target=watch, daemon=True)
         self._watcher.start()
@@ -50,7 +49,15 @@ class HighsCtrlC:
         return self
 
     def _on_sigint(self, signum, frame) -> None:
+        # a SIGINT that lands between installing this handler and the wakeup fd reaches Python but not the
+        # pipe: wake the watcher from here too
         self.hit = True
+        if self._pipe is not None:
+            import os
+            try:
+                os.write(self._pipe[1], bytes([signum]))
+            except OSError:
+                pass
 
     def __exit__(self, *exc) -> bool:
         import os
@@ -61,11 +68,21 @@ class HighsCtrlC:
         if self._prev is not None:
             signal.signal(signal.SIGINT, self._prev)
         r, w = self._pipe
+        self._pipe = None
         os.close(w)
         self._watcher.join()
         os.close(r)
-        self._pipe = self._watcher = None
+        self._watcher = None
         return False
+
+
+class HighsCtrlC(_SigintWatch):
+    """Ctrl-C for HiGHS, which runs in C++ where Python's KeyboardInterrupt cannot reach it: while a solve
+    runs (``with ctrl_c:``), SIGINT only sets `hit`, and HiGHS's interrupt callbacks (called between nodes
+    and iterations) tell it to stop. The solve then returns what it has, marked Limit.INTERRUPT. The MIP
+    calls them from its worker threads too, while the main thread sits in its run: the wakeup-fd watcher of
+    `_SigintWatch` sets the flag there (with the Python handler alone it could stay unset and the solve run
+    to its limit; a test's 300 s solve once did). Main thread only."""
 
     def callback(self, kind, message, data_out, data_in, user_data) -> None:
         if self.hit:
@@ -74,65 +91,34 @@ class HighsCtrlC:
 
 class CpsatCtrlC:
     """Ctrl-C for CP-SAT: run `solve(model)` so that a SIGINT stops the search and is reported (`hit`), instead
-    of being inferred. CP-SAT's own SIGINT catching is turned off; Python's handler only sets a flag, and its
-    wakeup fd (written from C the moment the signal lands, while the main thread is inside the C++ solve)
-    wakes a watcher thread that calls StopSearch. Off the main thread the search runs to its limit."""
+    of being inferred. CP-SAT's own SIGINT catching is turned off; the watcher of `_SigintWatch` calls
+    StopSearch. Off the main thread the search runs to its limit."""
 
     def __init__(self, solver) -> None:
         self.solver = solver
         self.hit = False
-        self._w: int | None = None
 
     def solve(self, model):
-        import os
-        import signal
         import threading
         self.solver.parameters.catch_sigint_signal = False
-        if threading.current_thread() is not threading.main_thread():
-            return self.solver.Solve(model)
-        r, w = os.pipe()
-        os.set_blocking(w, False)
-        self._w = w
-        prev_handler = signal.signal(signal.SIGINT, self._on_sigint)
-        prev_fd = signal.set_wakeup_fd(w)
-
         done = threading.Event()
 
-        def watch() -> None:
-            while True:
-                data = os.read(r, 64)
-                if not data:                      # the write end closed: the solve is over
-                    return
-                if signal.SIGINT in data:
-                    self.hit = True
-                    break
+        def stop() -> None:
             # a stop requested while Solve is still copying the model can be lost: repeat until it returns
-            while not done.wait(0.05):
+            while True:
                 self.solver.StopSearch()
+                if done.wait(0.05):
+                    return
 
-        watcher = threading.Thread(target=watch, daemon=True)
-        watcher.start()
+        watch = _SigintWatch(stop)
         try:
-            return self.solver.Solve(model)
+            with watch:
+                try:
+                    return self.solver.Solve(model)
+                finally:
+                    done.set()
         finally:
-            done.set()
-            signal.set_wakeup_fd(prev_fd)
-            signal.signal(signal.SIGINT, prev_handler)
-            self._w = None
-            os.close(w)
-            watcher.join()
-            os.close(r)
-
-    def _on_sigint(self, signum, frame) -> None:
-        # a SIGINT that lands between installing this handler and the wakeup fd reaches Python (here, before
-        # Solve starts) but not the pipe: wake the watcher from here too, or the search runs to its limit
-        self.hit = True
-        if self._w is not None:
-            import os
-            try:
-                os.write(self._w, bytes([signum]))
-            except OSError:
-                pass
+            self.hit = watch.hit
 
     def solve_or_raise(self, model):
         """`solve`, raising KeyboardInterrupt when Ctrl-C stopped it (for searches with no answer to keep)."""
