@@ -80,9 +80,9 @@ class HighsCtrlC(_SigintWatch):
     """Ctrl-C for HiGHS, which runs in C++ where Python's KeyboardInterrupt cannot reach it: while a solve
     runs (``with ctrl_c:``), SIGINT only sets `hit`, and HiGHS's interrupt callbacks (called between nodes
     and iterations) tell it to stop. The solve then returns what it has, marked Limit.INTERRUPT. The MIP
-    calls them from its worker threads too, while the main thread sits in its run: the wakeup-fd watcher of
-    `_SigintWatch` sets the flag there (with the Python handler alone it could stay unset and the solve run
-    to its limit; a test's 300 s solve once did). Main thread only."""
+    may call them from its worker threads, while the main thread sits in its run (GIL released), where Python
+    runs no signal handler: the wakeup-fd watcher of `_SigintWatch` sets the flag all the same. Main thread
+    only."""
 
     def callback(self, kind, message, data_out, data_in, user_data) -> None:
         if self.hit:

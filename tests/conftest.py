@@ -12,6 +12,19 @@ def _run_from_root(monkeypatch):
     monkeypatch.chdir(ROOT)
 
 
+@pytest.fixture
+def ctrl_c_on():
+    """Ctrl-C as in a terminal: Python's default SIGINT handler, restored after. A process started in the
+    background by a non-interactive shell inherits SIGINT ignored (POSIX), and Python then keeps it ignored:
+    a test sending itself SIGINT outside the solvers' own handlers would see nothing happen."""
+    import signal
+    prev = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, prev)
+
+
 def write(tmp_path, name, text):
     p = tmp_path / name
     p.write_text(text)
