@@ -67,6 +67,7 @@ class ProblemCache:
             self[problem] = value
         return self[problem]
 
+
 LP_BOUND_MAX = 40
 CLUSTER_THRESHOLDS = 32   # distinct demand levels the clusters are taken at (a subset keeps the bound valid)
 

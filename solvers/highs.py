@@ -4,6 +4,7 @@ per thread since HiGHS#818). `threads(n)` before a solve resets the calling thre
 count changes, so one process can mix counts (`--threads`, the schedule MILP's 2, the case split's 1)."""
 from __future__ import annotations
 
+import functools
 import threading
 import time
 
@@ -29,9 +30,19 @@ def pulp_highs(deadline: float, **options):
     one call each, and sets HiGHS's time limit to what is left before `deadline` (a `time.perf_counter()`
     value) just before the run; when nothing is left the solve is skipped (status "Not Solved"). Columns
     and rows keep PuLP's order, so HiGHS sees the model PuLP would have given it."""
+    return _pulp_highs_class()(deadline, **options)
+
+
+@functools.cache
+def _pulp_highs_class():
+    """The class of :func:`pulp_highs`, built once (PuLP is imported only when a MILP runs)."""
     import pulp
 
     class _Highs(pulp.HiGHS):
+        def __init__(self, deadline: float, **options):
+            super().__init__(**options)
+            self.deadline = deadline
+
         def actualSolve(self, lp):
             import highspy
             import numpy as np
@@ -65,7 +76,7 @@ def pulp_highs(deadline: float, **options):
             h.addRows(len(rows), np.array(lo, dtype=float), np.array(up, dtype=float), len(index),
                       np.array(starts[:-1], dtype=np.int32), np.array(index, dtype=np.int32),
                       np.array(value, dtype=float))
-            left = deadline - time.perf_counter()
+            left = self.deadline - time.perf_counter()
             if left > 0:
                 h.setOptionValue("time_limit", float(left))
                 h.run()
@@ -83,4 +94,4 @@ def pulp_highs(deadline: float, **options):
             lp.assignStatus(status, sol_status)
             return status
 
-    return _Highs(**options)
+    return _Highs

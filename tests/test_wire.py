@@ -771,42 +771,37 @@ def test_highs_gets_the_model_in_bulk_and_stops_at_its_deadline():
 def test_ctrl_c_stops_a_long_solve_promptly(solver, ctrl_c_on):
     # HiGHS and CP-SAT run in C++ where KeyboardInterrupt cannot reach them: a real SIGINT must still stop the
     # solve within seconds and return the best wiring so far, marked "interrupt"
+    from synth.bench import load_suite, suite_problem
+    case = next(c for c in load_suite("instances/wiring/suite.toml") if c["name"] == "llama405b-16-time")
+    res, wall = _wire_with_ctrl_c_after(4.0, suite_problem(case), solver)
+    assert wall < 60
+    assert res.limit.value == "interrupt" and res.status == SolveStatus.FEASIBLE
+    assert res.artifact is not None and not wiring_violations(res.artifact)
+
+
+def _wire_with_ctrl_c_after(seconds, p, solver):
+    """wire(p, solver) with a 300 s limit and a real SIGINT after `seconds`: (result, wall seconds)."""
     import os
     import signal
     import threading
-    import time
-    from synth.bench import load_suite, suite_problem
-    case = next(c for c in load_suite("instances/wiring/suite.toml") if c["name"] == "llama405b-16-time")
-    p = suite_problem(case)
-    timer = threading.Timer(4.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer = threading.Timer(seconds, lambda: os.kill(os.getpid(), signal.SIGINT))
     t0 = time.perf_counter()
     timer.start()
     try:
         res = wire(p, solver, SolveParams(time_limit_s=300))
     finally:
         timer.cancel()
-    assert time.perf_counter() - t0 < 60
-    assert res.limit.value == "interrupt" and res.status == SolveStatus.FEASIBLE
-    assert res.artifact is not None and not wiring_violations(res.artifact)
+    return res, time.perf_counter() - t0
 
 
 def test_ctrl_c_during_the_search_that_seeds_an_exact_solve(ctrl_c_on):
     # above 16 accelerators the exact solvers first run the search (up to a minute of a 300 s limit): a SIGINT
     # then ends the command at once with the search's wiring so far, marked "interrupt"
-    import os
-    import signal
-    import threading
     rng = np.random.default_rng(21)
     t = rng.random((24, 24)) * 1e6
     np.fill_diagonal(t, 0)
-    timer = threading.Timer(3.0, lambda: os.kill(os.getpid(), signal.SIGINT))
-    t0 = time.perf_counter()
-    timer.start()
-    try:
-        res = wire(problem(t, 4), "milp", SolveParams(time_limit_s=300))
-    finally:
-        timer.cancel()
-    assert time.perf_counter() - t0 < 30
+    res, wall = _wire_with_ctrl_c_after(3.0, problem(t, 4), "milp")
+    assert wall < 30
     assert res.limit.value == "interrupt" and res.status == SolveStatus.FEASIBLE
     assert res.artifact is not None and not wiring_violations(res.artifact)
 
