@@ -117,6 +117,38 @@ def moore_hop_bytes(problem: WiringProblem) -> float:
     return best
 
 
+def moore_hop_bytes_by_neighbours(problem: WiringProblem) -> np.ndarray:
+    """hb[K], K = 0 .. sum of ports: the fewest byte-hops of any wiring whose accelerators have K distinct
+    neighbours in all (inf where K cannot give every accelerator with demand one). Accelerator v with k_v
+    distinct neighbours reaches at most k_v (D - 1)^(h - 1) others in h hops, so its row costs at least
+    g_v(k_v) byte-hops (its sorted demands against those levels, as in `moore_hop_bytes`), and g_v is convex
+    in k_v (each level's tail sum is convex in where it starts), so the greedy over the neighbours' marginal
+    savings is exact. Rows or columns, whichever needs more, per K."""
+    t = problem.traffic.bytes_
+    n = problem.accelerators
+    ports = problem.layout.capacity.sum(axis=1)
+    dmax = int(ports.max())
+    kmax = min(dmax, n - 1)
+    cap_v = np.minimum(ports, n - 1)
+    levels = np.stack([moore_levels(k, dmax, n - 1) for k in range(1, kmax + 1)]).astype(np.float64)
+    out = np.zeros(int(cap_v.sum()) + 1)
+    for mat in (t, t.T):
+        srt = -np.sort(-mat, axis=1)[:, : n - 1]
+        g = srt @ levels.T                                   # g[v, k - 1]: row v with k distinct neighbours
+        need = srt[:, 0] > 0 if n > 1 else np.zeros(n, dtype=bool)
+        if (need & (cap_v < 1)).any():
+            return np.full(out.size, np.inf)
+        delta = g[:, :-1] - g[:, 1:]                         # saving of the (k + 1)-th neighbour over the k-th
+        delta = delta[np.arange(kmax - 1)[None, :] < (cap_v - 1)[:, None]]
+        saved = np.concatenate([[0.0], np.cumsum(np.sort(delta)[::-1])])
+        first = int(need.sum())
+        hb = np.full(out.size, np.inf)
+        K = np.arange(first, out.size)
+        hb[first:] = float(g[need, 0].sum()) - saved[np.minimum(K - first, saved.size - 1)]
+        out = np.maximum(out, hb)
+    return out
+
+
 def node_excess(t: np.ndarray) -> float:
     """sum over accelerators of max(0, bytes in - bytes out): relay capacity no wiring can use (module doc)."""
     return float(np.maximum(t.sum(axis=0) - t.sum(axis=1), 0.0).sum())
@@ -187,10 +219,34 @@ def relay_count_circuits(problem: WiringProblem, T: float):
 
 
 def _relay_count_bound(problem: WiringProblem, at: float | None = None):
+    if problem.objective != "time" or not (problem.traffic.bytes_ > 0).any():
+        return None if at is not None else 0.0
+    feasible = _relay_count_test(problem)
+    if at is not None:
+        return feasible(at, counts=True) if problem.policy != "direct" else None
+    return _least_failing(problem, feasible)
+
+
+def _least_failing(problem: WiringProblem, feasible) -> float:
+    """The largest T at which `feasible` (monotone in T) fails, by bisection from the injection bound (0 when it
+    holds there)."""
+    lo = injection_bound(problem)
+    if lo <= 0 or feasible(lo):
+        return 0.0
+    hi = 2 * lo
+    while not feasible(hi):
+        lo, hi = hi, 2 * hi
+    while hi - lo > 1e-9 * hi:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if not feasible(mid) else (lo, mid)
+    return lo
+
+
+def _relay_count_test(problem: WiringProblem):
+    """feasible(T, counts=False, surplus=None): whether the relay count lets a wiring finish in T (with
+    `surplus`, when at most that many circuits are a pair's second, third, ...: `shared_circuits_bound`)."""
     t = problem.traffic.bytes_
     n = problem.accelerators
-    if problem.objective != "time" or not (t > 0).any():
-        return None if at is not None else 0.0
     B = problem.port_bytes_per_s
     cap = problem.layout.capacity
     ports = cap.sum(axis=1)
@@ -217,13 +273,13 @@ def _relay_count_bound(problem: WiringProblem, at: float | None = None):
     cl_cross = np.array([x for _, x in clusters])
     direct = problem.policy == "direct"
 
-    def feasible(T: float, counts: bool = False):
+    def feasible(T: float, counts: bool = False, surplus: int | None = None):
         bt = B * T
         need = np.maximum(1, np.ceil(cl_cross / bt - 1e-9)).astype(np.int64)
         caps = np.append((cl_ports - need) // 2, X)
         if direct:                               # every pair needs its bytes' worth of circuits
             req = np.ceil(np.maximum(d1, d2) / bt - 1e-9).astype(np.int64)
-            if (req > m_p).any():
+            if (req > m_p).any() or surplus is not None and int(np.maximum(req - 1, 0).sum()) > surplus:
                 return False
             at = np.bincount(iu, req, n) + np.bincount(ju, req, n)
             if (at > ports).any():
@@ -247,21 +303,18 @@ def _relay_count_bound(problem: WiringProblem, at: float | None = None):
                 where[sel] = parent[c]
         if counts:                               # the circuits each pair gets in the fewest-relays allocation
             return iu, ju, np.bincount(pid[alive], minlength=iu.size)
-        relayed = float((d1 + d2).sum() - gain[alive].sum())
+        saved = float(gain[alive].sum())
+        if surplus is not None:                  # at most `surplus` second, third, ... circuits of a pair
+            # (the cluster caps and this cap are two laminar families whose intersection the greedy does not
+            # solve exactly; each alone gives an upper bound on the savings, so the smaller one is valid)
+            first = gain[k == 0]
+            more = np.sort(gain[k > 0])[::-1][:max(surplus, 0)]
+            best = np.sort(np.concatenate([first, more]))[::-1][:X]
+            saved = min(saved, float(best.sum()))
+        relayed = float((d1 + d2).sum() - saved)
         return total + relayed <= bt * min(2 * X, port_sum - excess / bt) * (1 + 1e-12)
 
-    if at is not None:
-        return feasible(at, counts=True) if not direct else None
-    lo = injection_bound(problem)
-    if lo <= 0 or feasible(lo):
-        return 0.0
-    hi = 2 * lo
-    while not feasible(hi):
-        lo, hi = hi, 2 * hi
-    while hi - lo > 1e-9 * hi:
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if not feasible(mid) else (lo, mid)
-    return lo
+    return feasible
 
 
 def lp_relaxation_bound(problem: WiringProblem, time_limit_s: float = 30.0) -> float | None:
@@ -342,19 +395,83 @@ def _solve_lp_relaxation(problem: WiringProblem, time_limit_s: float):
     return float(1.0 / res.x[lam]) * (1 - 1e-9), pairs, res.x[nf:nf + P]
 
 
+SHARED_EVALS = 40     # relay-count bisections the shared-circuits bound may spend on its search over M
+
+
+def shared_circuits_bound(problem: WiringProblem, lp: bool = False,
+                          parts: list[tuple[float, WiringProblem, dict[str, float]]] | None = None) -> float:
+    """The phases objective's bound on circuits the phases share (0 when it does not apply).
+
+    Every phase runs on the same circuits. Write M for the circuits beyond the first between a pair (a
+    wiring's surplus): they give a phase that wants parallel circuits (a tensor-parallel group's all-reduce)
+    its direct bandwidth, and take distinct neighbours from a phase that wants many (an all-to-all): a wiring
+    with surplus M has at most 2 (X - M) neighbour slots in all (X the circuits the budget holds). So each
+    phase takes at least max(its injection (and LP) bound, its Moore bound with 2 (X - M) neighbours
+    (`moore_hop_bytes_by_neighbours`), its relay count with at most M surplus circuits), and the step at
+    least the weighted sum of those, at the wiring's own M: the minimum over M bounds every wiring. The
+    Moore part grows with M and the relay part falls, so intervals of M are bounded by the relay count at
+    their upper end; the interval with the least bound is split until it is a single M (exact) or
+    SHARED_EVALS relay counts were spent (then the least interval bound is the answer). `parts`: (weight,
+    phase problem, its named bounds) when the caller has them."""
+    import heapq
+    if problem.objective != "phases":
+        return 0.0
+    X = max_circuits(problem)
+    B = problem.port_bytes_per_s
+    cap = min(float(problem.layout.capacity.sum()), 2.0 * X) * B
+    M_all = np.arange(X + 1)
+    weights, consts, moores, tests, subs = [], [], [], [], []
+    if parts is None:
+        parts = [(w, sub, best_bound(sub, lp)[1]) for w, sub in problem.phase_problems()]
+    for w, sub, named in parts:
+        hb = moore_hop_bytes_by_neighbours(sub)
+        moores.append((hb[np.minimum(2 * (X - M_all), hb.size - 1)] + node_excess(sub.traffic.bytes_)) / cap)
+        consts.append(max([v for k, v in named.items() if k not in ("moore", "relay_count")] + [0.0]))
+        tests.append(_relay_count_test(sub))
+        weights.append(w)
+        subs.append(sub)
+    moore = np.array(moores)                                 # phases x (X + 1)
+    wts, const = np.array(weights), np.array(consts)[:, None]
+    relays: dict[int, np.ndarray] = {}
+
+    def relay(M: int) -> np.ndarray:
+        if M not in relays:
+            relays[M] = np.array([_least_failing(sub, lambda T, f=f: f(T, surplus=M))
+                                  for sub, f in zip(subs, tests)])
+        return relays[M]
+
+    def step(lo: int, hi: int, r: np.ndarray) -> float:       # least weighted sum over M in [lo, hi] with r
+        return float((wts[:, None] * np.maximum(np.maximum(const, moore[:, lo:hi + 1]), r[:, None])).sum(axis=0).min())
+
+    if np.allclose(relay(0), relay(X), rtol=1e-9, atol=0.0):  # nobody gains from parallel circuits: M = 0
+        return step(0, 0, relay(0))
+    heap = [(step(0, X, relay(X)), 0, X)]             # (bound over the interval, lo, hi); relay known at hi
+    while True:
+        value, lo, hi = heapq.heappop(heap)
+        if lo == hi or len(relays) >= SHARED_EVALS:
+            return value
+        mid = (lo + hi) // 2
+        heapq.heappush(heap, (step(lo, mid, relay(mid)), lo, mid))
+        heapq.heappush(heap, (step(mid + 1, hi, relay(hi)), mid + 1, hi))
+
+
 _PHASES_CACHE = ProblemCache()
 _STEP_CACHE = ProblemCache()
 
 
 def _phases_bound(problem: WiringProblem, lp: bool) -> tuple[float, dict[str, float]]:
     """The phases objective's bounds: every phase takes at least its own best bound alone, so their weighted
-    sum bounds the step ("phase_sum"); and the step's bytes at once (the ``time`` objective) never take
-    longer than the phases one after another, so every ``time`` bound holds too ("total_" + its name)."""
+    sum bounds the step ("phase_sum"); the phases share their circuits, and parallel circuits one phase
+    wants take distinct neighbours from another ("shared_circuits", `shared_circuits_bound`); and the step's
+    bytes at once (the ``time`` objective) never take longer than the phases one after another, so every
+    ``time`` bound holds too ("total_" + its name)."""
     memo = _PHASES_CACHE.setdefault(problem, {})
     if lp not in memo:
         total, named = best_bound(problem.as_time(), lp)
-        parts = [w * best_bound(sub, lp)[0] for w, sub in problem.phase_problems()]
-        memo[lp] = {**{f"total_{k}": v for k, v in named.items()}, "phase_sum": float(sum(parts))}
+        parts = [(w, sub, best_bound(sub, lp)) for w, sub in problem.phase_problems()]
+        memo[lp] = {**{f"total_{k}": v for k, v in named.items()},
+                    "phase_sum": float(sum(w * b[0] for w, _, b in parts)),
+                    "shared_circuits": shared_circuits_bound(problem, lp, [(w, sub, b[1]) for w, sub, b in parts])}
     named = memo[lp]
     return max(named.values()), dict(named)
 
