@@ -46,6 +46,7 @@ from scipy.sparse.csgraph import shortest_path
 import scipy.sparse as sp
 
 from synth.errors import InvalidInput
+from synth.schema import finite_number
 from synth.model import Collective, CollectiveKind, Schedule, Transfer
 from synth.schedule import check_schedule, chunk_bytes, schedule_time_us
 
@@ -63,6 +64,10 @@ class Fabric:
     link_latency_us: float = 0.0
 
     def __post_init__(self) -> None:
+        for name, positive in (("port_bytes_per_s", True), ("alpha_us", False), ("link_latency_us", False)):
+            if not finite_number(getattr(self, name), positive):
+                raise InvalidInput(f"must be a finite number {'> 0' if positive else '>= 0'}, "
+                                   f"got {getattr(self, name)!r}", field=name)
         adj = np.asarray(self.adjacency)
         pred_dist = shortest_path(sp.csr_matrix(adj > 0), method="D", unweighted=True, directed=False,
                                   return_predecessors=True)

@@ -4,6 +4,7 @@ the library. Every error a user can cause prints one line naming the file and fi
 from __future__ import annotations
 
 import functools
+import math
 import os
 import sys
 import time
@@ -68,6 +69,31 @@ def parse_sets(values: tuple[str, ...]) -> dict[str, Any]:
 
 set_option = click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
                           help="Override an instance field, e.g. --set workload.context_tokens=1048576.")
+
+
+class Real(click.ParamType):
+    """A finite real number, optionally bounded below: click's FLOAT takes 'nan' and 'inf', which reached the
+    solvers and the schedule models (tracebacks instead of the one-line message)."""
+    name = "number"
+
+    def __init__(self, gt: float | None = None, ge: float | None = None) -> None:
+        self.gt, self.ge = gt, ge
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> float:
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(v):
+            self.fail(f"must be a finite number, got {value!r}", param, ctx)
+        if self.gt is not None and not v > self.gt:
+            self.fail(f"must be > {self.gt:g}, got {value!r}", param, ctx)
+        if self.ge is not None and not v >= self.ge:
+            self.fail(f"must be >= {self.ge:g}, got {value!r}", param, ctx)
+        return v
+
+
+POSITIVE, NONNEGATIVE = Real(gt=0), Real(ge=0)
 
 
 class OneLineErrors(click.Group):
@@ -447,8 +473,6 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
                                source=source)
         if ports < 1:
             raise InvalidInput(f"port budget must be >= 1, got {ports}", field="--ports")
-        if not bandwidth > 0:
-            raise InvalidInput(f"must be > 0, got {bandwidth}", field="--port-bandwidth-gbps")
         if radix is not None and radix < 2:
             raise InvalidInput(f"a switch of radix {radix} cannot host a circuit (needs >= 2)",
                                field="--switch-radix")
@@ -502,7 +526,7 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
                    "the evaluator's analytical model (an instance; search and lp-round).")
 @click.option("--policy", default="multihop", show_default=True, type=click.Choice(["multihop", "direct"]),
               help="direct: every demand on its own circuits, no forwarding.")
-@click.option("--time-limit", "time_limit", default=60.0, show_default=True, type=float,
+@click.option("--time-limit", "time_limit", default=60.0, show_default=True, type=POSITIVE,
               help="Seconds for the whole command: loading, solving, verifying and writing (--baselines then "
                    "scores each baseline on a clock of its own).")
 @click.option("--seed", default=0, show_default=True, type=int)
@@ -510,7 +534,7 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
               help="Stop the local search after this many moves instead of at the clock: the same seed then "
                    "gives the same wiring on any machine (unless the time limit comes first).")
 @click.option("--ports", type=int, help="Raw matrix or phases file: OCS ports per accelerator.")
-@click.option("--port-bandwidth-gbps", "bandwidth", type=float,
+@click.option("--port-bandwidth-gbps", "bandwidth", type=POSITIVE,
               help="Raw matrix or phases file: Gbit/s per port and direction.")
 @click.option("--switch-radix", "radix", type=int,
               help="Raw matrix or phases file: ports per OCS (default: accelerators).")
@@ -541,8 +565,6 @@ def wire(source: str, output: str, solver: str, backend: str, objective: str, po
     check_output_path(output)
     if xconnect_dir and not os.path.isdir(xconnect_dir):
         raise InvalidInput("folder does not exist", field="--xconnect", source=xconnect_dir)
-    if not time_limit > 0:
-        raise InvalidInput(f"must be > 0, got {time_limit}", field="--time-limit")
     if seed < 0:
         raise InvalidInput(f"must be >= 0, got {seed}", field="--seed")
     if max_moves is not None and max_moves < 1:
@@ -640,12 +662,12 @@ def parse_ranks(text: str, n: int) -> tuple[int, ...]:
 @click.option("--bytes", "size", required=True, help="Message size: 4096, 64MB, 1GiB (see README).")
 @click.option("--chunks", type=int, help="Chunks (default: enough per rank, all-to-all: per pair, to cover each rank's "
               "circuits 8 times).")
-@click.option("--port-bandwidth-gbps", "bandwidth", type=float, help="Default: the wiring's instance block.")
-@click.option("--alpha-us", "alpha", type=float, help="Per-step latency (default: the instance block, else 0.6).")
+@click.option("--port-bandwidth-gbps", "bandwidth", type=POSITIVE, help="Default: the wiring's instance block.")
+@click.option("--alpha-us", "alpha", type=NONNEGATIVE, help="Per-step latency (default: the instance block, else 0.6).")
 @click.option("--algorithm", default="best", show_default=True,
               type=click.Choice(["best", "ring", "biring", "direct", "recursive", "pairwise", "trees", "saturate",
                                  "dim-ordered", "hierarchical", "cpsat"]))
-@click.option("--time-limit", "time_limit", default=20.0, show_default=True, type=float,
+@click.option("--time-limit", "time_limit", default=20.0, show_default=True, type=POSITIVE,
               help="Seconds for CP-SAT synthesis (groups of up to 16 ranks).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=str), help="Schedule file (JSON).")
 @click.option("--msccl-xml", "xml_path", type=click.Path(dir_okay=False, path_type=str),
@@ -662,22 +684,32 @@ def schedule(wiring: str, collective: str, ranks: str, size: str, chunks: int | 
     from .formats import atomic_write, check_output_path, json_dumps, load_wiring
     from .model import Collective
     from .schedule import check_schedule, schedule_to_dict
+    from .schema import finite_number
     from .verify import require_valid_wiring
     for path in (output, xml_path):
         if path:
             check_output_path(path)
     w = require_valid_wiring(load_wiring(wiring), source=wiring)
     inst = w.instance or {}
-    bw = bandwidth if bandwidth is not None else inst.get("port_bandwidth_gbps")
+
+    def block(key: str, given: float | None, default: float | None, positive: bool = False) -> float | None:
+        """An option (checked by click), else the wiring's instance block's value (null: absent), checked here."""
+        if given is not None:
+            return given
+        v = inst.get(key)
+        if v is None:
+            return default
+        if not finite_number(v, positive):
+            raise InvalidInput(f"must be a finite number {'> 0' if positive else '>= 0'}, got {v!r}",
+                               field=f"instance.{key}", source=wiring)
+        return float(v)
+
+    bw = block("port_bandwidth_gbps", bandwidth, None, positive=True)
     if bw is None:
         raise InvalidInput("the wiring has no instance block; give --port-bandwidth-gbps", field="--port-bandwidth-gbps",
                            source=wiring)
-    if not bw > 0:
-        raise InvalidInput(f"must be > 0, got {bw}", field="--port-bandwidth-gbps")
-    a_us = alpha if alpha is not None else inst.get("step_latency_us", 0.6)
-    if a_us < 0:
-        raise InvalidInput(f"must be >= 0, got {a_us}", field="--alpha-us")
-    fab = S.Fabric(w.adjacency(), bw * 1e9 / 8, a_us, inst.get("link_latency_us", 0.0) or 0.0)
+    fab = S.Fabric(w.adjacency(), bw * 1e9 / 8, block("step_latency_us", alpha, 0.6),
+                   block("link_latency_us", None, 0.0))
     coll = Collective(collective, parse_ranks(ranks, w.accelerators), parse_size(size))
     k = chunks if chunks is not None else S.default_chunks(fab, coll)
     S.validate_group(fab, coll, k)
@@ -766,7 +798,7 @@ def bench_flow_cmd(nodes: int, degree: int, flows: int, seed: int, repeat: int) 
               type=click.Path(dir_okay=False, path_type=str))
 @click.option("--solvers", default="auto", show_default=True,
               help="Comma-separated, e.g. milp:highs,milp:cbc,cpsat,search,expander,topoopt.")
-@click.option("--time-limit", "time_limit", default=60.0, show_default=True, type=float)
+@click.option("--time-limit", "time_limit", default=60.0, show_default=True, type=POSITIVE)
 @click.option("--small", is_flag=True, help="Only the cases marked small.")
 @click.option("--case", "cases", multiple=True, help="Only these cases (repeatable).")
 @click.option("--json", "as_json", is_flag=True)
@@ -796,7 +828,7 @@ def bench_wire_cmd(suite: str, solvers: str, time_limit: float, small: bool, cas
 @click.option("--bytes", "size", default="64MB", show_default=True)
 @click.option("--chunks", "chunks_per", type=click.IntRange(min=1),
               help="Chunks per rank (all-to-all: per pair); default 4 up to 16 ranks, else 16 (all-to-all: 1).")
-@click.option("--time-limit", "time_limit", default=30.0, show_default=True, type=float)
+@click.option("--time-limit", "time_limit", default=30.0, show_default=True, type=POSITIVE)
 @click.option("--json", "as_json", is_flag=True)
 @handles_errors
 def bench_schedule_cmd(names: tuple[str, ...], size: str, chunks_per: int | None, time_limit: float,

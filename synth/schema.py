@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 import types
 import typing
 from typing import Any, Mapping
@@ -124,6 +125,12 @@ def _check_rule(name: str, value: Any, meta: Mapping[str, Any]) -> None:
             bound = meta.get(key)
             if bound is not None and not ok(v, bound):
                 raise InvalidInput(f"must be {word} {bound:g}, got {v!r}", field=name)
+
+
+def finite_number(value: Any, positive: bool = False) -> bool:
+    """Whether `value` is a real number (not a bool), finite and >= 0 (> 0 with `positive`)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value) \
+        and (value > 0 if positive else value >= 0)
 
 
 def validate(obj: Any) -> None:

@@ -135,7 +135,35 @@ def test_real_entry_point_exit_code_and_debug(tmp_path):
     (["bench", "schedule", "--chunks", "0"], "'--chunks'"),
     (["wire"], "Missing argument"),
     (["nosuch"], "No such command"),
+    # click's FLOAT takes nan and inf: real-valued options are finite (and bounded) at parsing
+    (["schedule", "w.json", "--collective", "allgather", "--bytes", "1MB", "--alpha-us", "nan"],
+     "'--alpha-us': must be a finite number, got 'nan'"),
+    (["schedule", "w.json", "--collective", "allgather", "--bytes", "1MB", "--port-bandwidth-gbps", "inf"],
+     "'--port-bandwidth-gbps': must be a finite number"),
+    (["schedule", "w.json", "--collective", "allgather", "--bytes", "1MB", "--time-limit", "0"],
+     "'--time-limit': must be > 0, got '0'"),
+    (["wire", "m.npy", "-o", "w.json", "--ports", "3", "--port-bandwidth-gbps", "1e999"],
+     "'--port-bandwidth-gbps': must be a finite number"),
+    (["wire", "m.npy", "-o", "w.json", "--time-limit", "-inf"], "'--time-limit': must be a finite number"),
+    (["bench", "schedule", "--time-limit", "-1"], "'--time-limit': must be > 0"),
+    (["bench", "wire", "--time-limit", "fast"], "'fast' is not a number"),
 ])
 def test_usage_errors_are_one_line(argv, needle):
     r = CliRunner().invoke(main, argv)
     assert r.exit_code == 2 and needle in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_schedule_checks_the_wiring_files_instance_block(tmp_path):
+    """Bandwidth and latencies read from a wiring's instance block are checked where they are read: the
+    message names the file and the field (a string or NaN there was a traceback)."""
+    w = Wiring.from_pairs(4, 2, [(0, 1), (1, 2), (2, 3), (3, 0)])
+    for block, field in (({"port_bandwidth_gbps": "fast"}, "instance.port_bandwidth_gbps"),
+                         ({"port_bandwidth_gbps": 800.0, "step_latency_us": float("nan")}, "instance.step_latency_us"),
+                         ({"port_bandwidth_gbps": 800.0, "link_latency_us": -1.0}, "instance.link_latency_us")):
+        path = str(tmp_path / "w.json")
+        save_wiring(w, path)
+        doc = json.load(open(path))
+        doc["instance"] = block
+        json.dump(doc, open(path, "w"))           # json writes NaN as NaN, which Python's reader takes
+        code, _, err = run("schedule", path, "--collective", "allgather", "--bytes", "1MB")
+        assert_one_line_error(code, err, "w.json", field, "must be a finite number")

@@ -319,3 +319,15 @@ def test_groups_routed_together_share_the_circuits():
     assert all(check_schedule(s, f.adjacency).ok for s in together)
     assert S.joint_time_us(f, together) < S.joint_time_us(f, alone)
     assert S.joint_time_us(f, alone[:1]) == pytest.approx(f.time_us(alone[0]))
+
+
+@pytest.mark.parametrize("kwargs,needle", [
+    ({"port_bytes_per_s": float("inf")}, "port_bytes_per_s: must be a finite number > 0"),
+    ({"port_bytes_per_s": 0.0}, "port_bytes_per_s: must be a finite number > 0"),
+    ({"alpha_us": float("nan")}, "alpha_us: must be a finite number >= 0"),
+    ({"link_latency_us": -0.5}, "link_latency_us: must be a finite number >= 0"),
+])
+def test_fabric_rejects_non_finite_or_negative_figures(kwargs, needle):
+    args = {"port_bytes_per_s": 1e11, **kwargs}
+    with pytest.raises(InvalidInput, match=needle):
+        S.Fabric(np.ones((4, 4)) - np.eye(4), **args)
