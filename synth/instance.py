@@ -385,7 +385,8 @@ class Instance:
             sop = np.tile(np.arange(p, dtype=np.int64) % switches, (n, 1))
         if fab.ocs_ports is not None:
             sop[:, fab.ocs_ports:] = -1
-        radix = fab.switch_radix or int(max(1, (sop == np.arange(switches)[:, None, None]).sum(axis=(1, 2)).max()))
+        on = sop[(sop >= 0) & (sop < switches)]           # ports per switch, counted (not a switches x n x p mask)
+        radix = fab.switch_radix or int(max(1, np.bincount(on, minlength=switches).max()))
         return OCSLayout(sop, (radix,) * switches)
 
     def with_context(self, context_tokens: int) -> "Instance":

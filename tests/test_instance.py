@@ -119,3 +119,11 @@ def test_explicit_switch_layout(tmp_path):
     assert inst.ocs_layout().switch_of_port[1, 0] == 1
     with pytest.raises(InvalidInstance, match="must be 16 rows of 18 switches"):
         load(tmp_path, **{"fabric.switch_of_port": rows[:3]})
+
+
+def test_layout_radix_is_counted_not_masked():
+    """The default switch radix is the most ports on one switch, counted per switch: a switches x
+    accelerators x ports mask (20,000 x 16 x 20,000 here) took gigabytes for many ports."""
+    inst = load_instance("instances/decode/llama405b-tp8pp2-16.toml", {"hardware.ports": 20000})
+    layout = inst.ocs_layout()
+    assert len(layout.switch_radix) == 20000 and set(layout.switch_radix) == {16}
