@@ -55,6 +55,11 @@ SOLVERS = ("auto", "milp", "cpsat", "lp-round", "search", "expander", "torus", "
 BASELINES = ("expander", "torus", "topoopt", "greedy")
 
 
+def _say(params: SolveParams, message: str) -> None:
+    if params.progress:
+        params.progress(message)
+
+
 def _result(problem: WiringProblem, solver: str, wiring: Wiring, params: SolveParams, t0: float,
             limit: Limit = Limit.NONE, extra: dict | None = None, score_s: float | None = None,
             score: tuple[float, str] | None = None) -> SolveResult:
@@ -172,6 +177,7 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
     except KeyboardInterrupt:
         w, tried, kept, limit = start, 0, 0, Limit.INTERRUPT
     score_s = max(1.0, params.time_limit_s - (time.perf_counter() - t0))   # the scoring ends on the clock
+    _say(params, f"scoring the searched wiring (best routing, {score_s:.0f} s)")
     res = _result(problem, name, w, params, t0, limit,
                   {**(extra or {}), "moves_tried": tried, "moves_kept": kept}, score_s=score_s)
     if start_score is not None and start_score[0] < res.objective:
@@ -197,12 +203,14 @@ def _scored_start(problem: WiringProblem, params: SolveParams, candidates: dict[
     if problem.accelerators <= 256:
         scored = {k: problem.score(w, time_limit_s=max(2.0, params.time_limit_s / 10)) for k, w in candidates.items()}
         best = min(scored, key=lambda k: scored[k][0])
+        _say(params, "starts: " + ", ".join(f"{k} {v[0]:.6g} s" for k, v in scored.items()) + f"; searching from {best}")
         return best, candidates[best], scored[best]
     from .local_search import _hop_bytes
     t = problem.traffic.bytes_
-    vals = {k: _hop_bytes(problem.accelerators, w.circuit_array[:, 1], w.circuit_array[:, 3], t + t.T)[0]
+    vals = {k: _hop_bytes(problem.accelerators, w.circuit_array[:, 1], w.circuit_array[:, 3], t + t.T)[0] / 2
             for k, w in candidates.items()}
     best = min(vals, key=vals.get)
+    _say(params, "starts (hop-bytes): " + ", ".join(f"{k} {v:.6g}" for k, v in vals.items()) + f"; searching from {best}")
     return best, candidates[best], None
 
 
@@ -312,6 +320,8 @@ def _search_from(problem: WiringProblem, params: SolveParams, t0: float, shape: 
                  start: Wiring | None) -> SolveResult:
     """`search`: the best quick start (baselines, the geometric and heavy-pairs constructions, and `start`,
     the coupled groups' wiring when there is one), improved by local search; relay hubs scored beside it."""
+    bound, named = best_bound(problem)      # cached: the answer's bound later costs nothing
+    _say(params, f"bound {bound:.6g} s ({max(named, key=named.get)})")
     cands = {"expander": baselines.expander(problem.layout, params.seed),
              "topoopt": baselines.topoopt(problem.traffic.bytes_, problem.layout, params.seed)}
     if problem.policy == "direct":     # the only start built to give every demand its own circuit
@@ -325,6 +335,8 @@ def _search_from(problem: WiringProblem, params: SolveParams, t0: float, shape: 
     hubs = relay_hubs(problem.traffic.bytes_, problem.layout, params.seed, HUB_TRIES)
     hub_score = None if hubs is None else \
         problem.score(hubs, "best", max(2.0, HUB_SHARE_S * params.time_limit_s))
+    if hub_score is not None:
+        _say(params, f"relay hubs: {hub_score[0]:.6g} s (scored beside the search)")
     heavy = heavy_pairs(shape, params.seed, HUB_TRIES)
     if heavy is not None:
         cands["heavy pairs"] = heavy[0]

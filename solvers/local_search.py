@@ -22,6 +22,8 @@ from scipy.sparse.csgraph import shortest_path
 
 from synth.model import Circuit, Wiring
 
+PROGRESS_S = 5.0      # seconds between the progress lines of a search
+
 
 def _hop_bytes(n: int, a: np.ndarray, b: np.ndarray, demand: np.ndarray) -> tuple[float, np.ndarray]:
     g = sp.csr_matrix((np.ones(2 * a.size), (np.concatenate([a, b]), np.concatenate([b, a]))), shape=(n, n))
@@ -56,6 +58,7 @@ def improve_hops(wiring: Wiring, demand: np.ndarray, time_limit_s: float = 20.0,
     sym = demand + demand.T
     best, dist = _hop_bytes(n, arr[:, 1], arr[:, 3], sym)
     tried = kept = 0
+    say_at = t0 + PROGRESS_S
     # circuits of each (accelerator, switch)
     while time.perf_counter() - t0 < time_limit_s and (max_moves is None or tried < max_moves):
         tried += 1
@@ -97,8 +100,11 @@ def improve_hops(wiring: Wiring, demand: np.ndarray, time_limit_s: float = 20.0,
             best, dist = val, d2
         else:
             arr[e1], arr[e2] = old1, old2
-        if progress and tried % 100 == 0:
-            progress(f"local search: {tried} moves, {kept} kept, hop-bytes {best:.6g}")
+        if progress and time.perf_counter() >= say_at:
+            progress(f"local search: {tried} moves, {kept} kept, hop-bytes {best / 2:.6g}")
+            say_at += PROGRESS_S
+    if progress:
+        progress(f"local search: done, {tried} moves, {kept} kept, hop-bytes {best / 2:.6g}")
     circuits = tuple(Circuit(int(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in arr)
     return Wiring(n, wiring.ports_per_accelerator, circuits, wiring.layout), best / 2, tried, kept
 
@@ -172,8 +178,17 @@ def improve_two_hop(wiring: Wiring, demand: np.ndarray, time_limit_s: float = 20
     tried = kept = 0
     if not switches:
         return wiring, 0, 0
+    say_at, total = t0 + PROGRESS_S, max(float(cov.W.sum()), 1e-300)
     while True:
-        if tried % 256 == 0 and time.perf_counter() - t0 > time_limit_s or tried == max_moves:
+        if tried % 256 == 0:
+            now = time.perf_counter()
+            if now - t0 > time_limit_s:
+                break
+            if progress and now >= say_at:
+                progress(f"two-hop search: {tried} moves, {kept} kept, {100 * cov.score / total:.3f}% of the bytes "
+                         "within two hops")
+                say_at += PROGRESS_S
+        if tried == max_moves:
             break
         tried += 1
         s = switches[int(rng.integers(len(switches)))]
@@ -197,7 +212,8 @@ def improve_two_hop(wiring: Wiring, demand: np.ndarray, time_limit_s: float = 20
             arr[e2] = [s, x, px, y, py]
         else:
             cov.undo(u, x, v, y, delta)
-        if progress and tried % 20000 == 0:
-            progress(f"two-hop search: {tried} moves, {kept} kept")
+    if progress:
+        progress(f"two-hop search: done, {tried} moves, {kept} kept, {100 * cov.score / total:.3f}% of the bytes "
+                 "within two hops")
     circuits = tuple(Circuit(int(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in arr)
     return Wiring(n, wiring.ports_per_accelerator, circuits, wiring.layout), tried, kept

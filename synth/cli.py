@@ -50,6 +50,11 @@ def handles_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def stamped(started: float) -> Callable[[str], None]:
+    """Progress lines on stderr, each with the seconds since the command started."""
+    return lambda msg: click.echo(f"[{time.perf_counter() - started:6.1f} s] {msg}", err=True)
+
+
 def echo_json(obj: Any) -> None:
     from .formats import json_dumps
     click.echo(json_dumps(obj), nl=False)
@@ -578,7 +583,7 @@ def wire(source: str, output: str, solver: str, backend: str, objective: str, po
     started = (click.get_current_context().find_root().obj or {}).get("started", time.perf_counter())
     solve_s = time_limit - (time.perf_counter() - started) - min(WRAP_UP_S, START_S + WRAP_UP_SHARE * time_limit)
     params = SolveParams(time_limit_s=max(time_limit / 2, solve_s), seed=seed, backend=backend, max_moves=max_moves,
-                         progress=None if as_json else (lambda msg: click.echo(msg, err=True)))
+                         progress=None if as_json else stamped(started))
     res = run(problem, solver, params)
     if res.artifact is None:
         raise InvalidInput(f"{res.solver} found no wiring ({res.status.value}: {res.message})", field="--solver")

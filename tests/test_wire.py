@@ -1,5 +1,6 @@
 """One shared suite for every wiring back-end (as PuLP's solver_common): same instances, same assertions."""
 import json
+import re
 import time
 
 import networkx as nx
@@ -315,6 +316,25 @@ def test_cli_wire_matrix_and_instance(tmp_path):
                           "--time-limit", "10", "--solver", "search")
     assert code == 0 and json.loads(stdout)["objective"] > 0
     assert run("verify", out2, "--instance", "instances/decode/llama405b-tp8pp2-16.toml")[0] == 0
+
+
+def test_cli_wire_shows_progress_unless_json(tmp_path):
+    """A long solve says what it is doing on stderr, each line stamped with the command's seconds: the bound,
+    the starts it scored, the search's phases and the final scoring; --json prints the solve block alone."""
+    t = np.full((40, 40), 1e6)
+    np.fill_diagonal(t, 0)
+    m = str(tmp_path / "m.npy")
+    np.save(m, t)
+    args = ("wire", m, "--ports", "6", "--port-bandwidth-gbps", "800", "--solver", "search", "--time-limit", "6",
+            "--max-moves", "2000")
+    code, out, err = run(*args, "-o", str(tmp_path / "a.json"))
+    lines = err.splitlines()
+    assert code == 0 and lines and all(re.match(r"\[ *\d+\.\d s\] ", ln) for ln in lines), err
+    for needle in ("bound ", "starts: ", "two-hop search: done", "scoring the searched wiring"):
+        assert any(needle in ln for ln in lines), (needle, err)
+    assert "FEASIBLE" in out or "OPTIMAL" in out
+    code, out, err = run(*args, "-o", str(tmp_path / "b.json"), "--json")
+    assert code == 0 and err == "" and json.loads(out)["objective"] > 0
 
 
 def test_a_move_budget_makes_the_search_repeatable(tmp_path):
