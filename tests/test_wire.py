@@ -717,9 +717,12 @@ def test_final_answers_are_scored_by_the_routing_lp_when_it_fits():
     mwu, how = p.score(w)
     lp, _ = p.score(w, "optimal")
     assert how.startswith("mwu") and lp < mwu
-    assert p.score(w, "best", time_limit_s=30) == (lp, "optimal")        # small enough for the arc LP
+    # the path LP first, certified by its column generation or, where that stops on degenerate duals, by the
+    # arc LP (small enough here) in the clock left
+    best, how_best = p.score(w, "best", time_limit_s=30)
+    assert best == pytest.approx(lp, rel=1e-9) and (how_best == "optimal" or how_best.endswith("optimal)")), how_best
     res = wire(p, "expander", SolveParams(seed=1))
-    assert res.objective == pytest.approx(lp, rel=1e-9) and res.artifact.solve["routing"] == "optimal"
+    assert res.objective == pytest.approx(lp, rel=1e-9) and "optimal" in res.artifact.solve["routing"]
     # the path LP over MWU's paths, grown by column generation until no path has a negative reduced cost,
     # reaches the arc LP's optimum (it takes over where the arc LP is too big)
     worse = wire(p, "greedy").artifact
