@@ -5,15 +5,15 @@ a feasible fractional routing, so its max utilization is an achieved time (an up
 This is the zero-sum-game view of max concurrent flow (router vs. link adversary, Garg-Koenemann /
 Fleischer style), converging like O(sqrt(log links / rounds)).
 
-Two things make a round worth more (moe5t-576's searched wiring, 225 rounds: 0.7134 -> 0.7107 ms; kimi-k2-288,
+Two things make a round worth more (moe5t-576's searched wiring, 225 rounds: 0.7138 -> 0.7107 ms; kimi-k2-288,
 300 rounds: 1.3224 -> 1.3122 ms; BENCHMARKS.md): the sources are taken in MWU_BLOCKS blocks (a seeded
 partition) and the lengths grow after each block, as in Fleischer's commodity-by-commodity rounds, so a
 block's paths see the load the blocks before it placed in the same round (the all-sources Dijkstra is split,
 not repeated: the same work); and round k weighs k^AVERAGE_POWER in the average, since later rounds route
 under better lengths.
 
-Vectorized: one all-sources Dijkstra (scipy.sparse.csgraph) per round and path loads accumulated hop by hop
-for all demands at once through the predecessor matrix.
+Vectorized: one Dijkstra (scipy.sparse.csgraph) per block of sources, and path loads accumulated hop by hop
+for all the block's demands at once through the predecessor matrix.
 """
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def mwu_routing(net: Network, demand: np.ndarray, rounds: int = 60, time_limit_s
     best = (np.inf, None)
     run = 0
     srcs = np.unique(s)
-    blocks = [(b, np.isin(s, b)) for b in np.array_split(rng.permutation(srcs), min(blocks, max(srcs.size, 1)))]
+    parts = [(b, np.isin(s, b)) for b in np.array_split(rng.permutation(srcs), min(blocks, max(srcs.size, 1)))]
     scale = None         # a whole round's largest utilization (the last round's), which normalizes the steps
     pred = np.empty((net.nodes, net.nodes), dtype=np.int64)
     # one CSR structure; each Dijkstra gets the current lengths in its order (the links are distinct pairs)
@@ -81,13 +81,13 @@ def mwu_routing(net: Network, demand: np.ndarray, rounds: int = 60, time_limit_s
     order = g.data.astype(np.int64) - 1
     for run in range(1, rounds + 1):
         loads = np.zeros(net.links)
-        for b, mine in blocks:
+        for b, mine in parts:
             g.data = length[order]
             _, pred[b] = dijkstra(g, directed=True, indices=b, return_predecessors=True)
             part = _path_loads(net, pred, s[mine], d[mine], amount[mine], eid)
             loads += part
             if scale is None:        # the first block: its share of a round, scaled up
-                scale = max(float((part / cap).max()) * len(blocks), 1e-300)
+                scale = max(float((part / cap).max()) * len(parts), 1e-300)
             length = length * np.exp(eta * (part / cap) / scale)
             length /= length.min() * cap.min()  # keep numbers in range; only ratios matter
         if preds_out is not None:   # every round's shortest-path trees: sampling one per demand rounds the average
