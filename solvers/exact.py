@@ -333,7 +333,9 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams(), star
     if tg is not None and len(tg.groups) == 2:
         best, bound, interrupted = _case_split(problem, params, t0, tg, best, bound, rounds, "milp")
     elif tg is not None:
-        bound, interrupted = _groups_net(params, t0, tg, best, bound, rounds, "milp")
+        best, bound, interrupted = _groups_rings(problem, params, t0, tg, best, bound, rounds, "milp")
+        if not interrupted and best.objective - bound > params.rel_gap * best.objective:
+            bound, interrupted = _groups_net(params, t0, tg, best, bound, rounds, "milp")
     step = 1.0          # the first probe looks for better wirings than the first round's, then bisection
     while not interrupted:
         left = params.time_limit_s - (time.perf_counter() - t0)
@@ -382,6 +384,7 @@ STAGES_MIN_S = 900.0   # time left at which coupled groups get the case split or
 STAGES_MAX_GROUP = 10  # accelerators per group: its one-group models stay small
 STAGES_SHARE = 0.8     # of the time left, for the case split and its probes
 GROUPS_SHARE = 0.6     # of the time left, for the net test of three or more groups
+RINGS_SHARE = 0.7      # of the time left, for the ring-of-groups case probes before it (solvers/rings.py)
 STAGES_FIRST_S = 120.0  # the plain model's first round before the case split
 CPSAT_FIRST_SHARE = 0.1   # CP-SAT's integer-routing round only supplies a first wiring; its probes do the rest
 CPSAT_FIRST_MAX_FLOWS = 100_000   # flow variables above which that round is skipped when a start is given
@@ -427,6 +430,39 @@ def _uniform_groups(problem: WiringProblem, params: SolveParams, t0: float):
         return None
     ug = uniform_groups(problem)
     return ug if ug is not None and ug.n <= STAGES_MAX_GROUP else None
+
+
+def _groups_rings(problem: WiringProblem, params: SolveParams, t0: float, ug, best: SolveResult, bound: float,
+                  rounds: list, name: str) -> tuple[SolveResult, float, bool]:
+    """Three to RING_MAX_GROUPS coupled groups: the ring-of-groups case probes (solvers/rings.py) at the best
+    answer's time less half the gap, in RINGS_SHARE of the time left; again at each better wiring a probe
+    finds. Every case infeasible raises the bound to that time. Returns (best, bound, interrupted)."""
+    from .rings import ring_bound
+    say = params.progress or (lambda msg: None)
+    end = time.perf_counter() + RINGS_SHARE * (params.time_limit_s - (time.perf_counter() - t0))
+    while best.objective - bound > params.rel_gap * best.objective and end - time.perf_counter() > 1.0:
+        T = best.objective * (1 - params.rel_gap / 2)
+        try:
+            verdict, circuits, info = ring_bound(problem, ug, T, end, params.threads, say)
+        except KeyboardInterrupt:
+            rounds.append({"probe": T, "status": "rings", "verdict": "interrupted"})
+            return best, bound, True
+        rounds.append({"probe": T, "status": "rings", **info})
+        if verdict == "closed":
+            return best, max(bound, min(T, best.objective)), False
+        if verdict != "found":
+            break
+        counts = _counts(problem, None, circuits, False)
+        if counts is None:
+            break
+        found = _finish(problem, name, best.solver_version, params, time.perf_counter(), SolveStatus.FEASIBLE,
+                        Limit.NONE, _wiring_from(problem, counts, {}), None,
+                        {"model": "ring-of-groups case probe (relaxed hand-off), scored on the instance"})
+        say(f"{name} rings: a probe's wiring scores {found.objective:.9g} s on the instance")
+        if found.objective >= best.objective:
+            break                   # the relaxation's wiring only: the case stays open
+        best = found
+    return best, bound, False
 
 
 def _groups_net(params: SolveParams, t0: float, ug, best: SolveResult, bound: float, rounds: list,
@@ -811,7 +847,9 @@ def _metric_probes(problem: WiringProblem, params: SolveParams, t0: float, best:
                                 SolveStatus.FEASIBLE, Limit.NONE, _wiring_from(problem, found[0], {}), None,
                                 {"model": "metric-inequality probe, one case of the two-group split"}), None
     if tg is not None and len(tg.groups) > 2:
-        bound, interrupted = _groups_net(params, t0, tg, best, bound, rounds, "cpsat")
+        best, bound, interrupted = _groups_rings(problem, params, t0, tg, best, bound, rounds, "cpsat")
+        if not interrupted and best.objective - bound > params.rel_gap * best.objective:
+            bound, interrupted = _groups_net(params, t0, tg, best, bound, rounds, "cpsat")
     elif tg is not None:
         from .stages import relaxed_first, symmetric_relaxation
         relaxed = symmetric_relaxation(problem, tg)

@@ -49,6 +49,8 @@ bounds) is positive, no wiring reaches T (`net_test`), and `groups_bound` search
 No cases are enumerated, so the test covers any number of circuits between the groups; it does not see
 which groups the circuits join. On llama405b-tp8pp4-32 every group needs circuits across, each costs an
 accelerator a port of its group's all-to-all, and relaying through the other groups costs them what it saves.
+The exact back-ends try `solvers.rings` first (whole-instance case probes on the graph of the groups, which
+see it) and keep the net test for what those leave open.
 
 Applies when the demand is k >= 2 identical groups (`solvers.coupled.coupled_groups`) with uniform demand
 inside, the same ports at every accelerator and the same crossing bytes out of (and into) every
@@ -138,11 +140,12 @@ def partitions(c: int, parts: int, largest: int | None = None):
 
 def group_relays(tg: UniformGroups, g: int, x: tuple[int, ...] | None, T: float, h_lo: float = 0.0,
                  h_hi: float | None = None, w: float = 0.0, time_limit_s: float = 120.0,
-                 threads: int = 1, live: set | None = None) -> float:
+                 threads: int = 1, live: set | None = None, across: tuple[int, int | None] = (1, None)) -> float:
     """A lower bound on min (r - w h) over group g's model at time T (module doc); inf when it is
     infeasible. h is fixed at h_lo unless h_hi is given. x None leaves the cross degrees to the model
     (integers in decreasing order, the group being symmetric; at least one circuit across when the group
-    has crossing bytes; a turnaround at v needs x(v) >= 2): its optimum is the least over every x. A solve
+    has crossing bytes; a turnaround at v needs x(v) >= 2): its optimum is the least over every x, or over
+    every x with `across` = (least, most or None) circuits across in all. A solve
     stopped by its time limit returns its dual bound (still a valid lower bound). The HiGHS object sits in
     `live` while it runs (so another thread can cancel it)."""
     import highspy
@@ -172,8 +175,11 @@ def group_relays(tg: UniformGroups, g: int, x: tuple[int, ...] | None, T: float,
             H.addConstr(x[v] - P * on[v] <= 0)
         for v in range(n - 1):
             H.addConstr(x[v] - x[v + 1] >= 0)
-        if po > 0 or pi > 0:
-            H.addConstr(sum(x) >= 1)
+        least, most = across
+        if po > 0 or pi > 0 or least > 1:
+            H.addConstr(sum(x) >= max(1, least))
+        if most is not None:
+            H.addConstr(sum(x) <= most)
     for i in range(n):
         H.addConstr(sum(y[p] for p in pairs if i in p) + x[i] <= P)
     cross = [v for v in range(n) if free or x[v]]

@@ -452,7 +452,7 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
                     context_tokens: int | None, spare: int = 0):
     """The wiring problem of an instance (its decode traffic) or of a raw matrix (+ hardware options)."""
     from .formats import is_phases_file, load_phases_traffic, load_traffic, load_wiring
-    from .model import OCSLayout
+    from .model import MAX_PORTS, OCSLayout
     from .problem import WiringProblem
     fixed_circuits: tuple = ()
     phases: tuple = ()
@@ -478,6 +478,8 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
                                source=source)
         if ports < 1:
             raise InvalidInput(f"port budget must be >= 1, got {ports}", field="--ports")
+        if ports > MAX_PORTS:
+            raise InvalidInput(f"port budget must be <= {MAX_PORTS}, got {ports}", field="--ports")
         if radix is not None and radix < 2:
             raise InvalidInput(f"a switch of radix {radix} cannot host a circuit (needs >= 2)",
                                field="--switch-radix")

@@ -17,7 +17,7 @@ import numpy as np
 
 from . import presets
 from .errors import InvalidInput, InvalidInstance, unknown_key_message
-from .model import Accelerator, OCSLayout
+from .model import MAX_ACCELERATORS, Accelerator, OCSLayout
 from .schema import field_names, from_mapping, spec, to_mapping, validate
 
 FORMAT = "ocs-synth/instance"
@@ -275,6 +275,9 @@ class Instance:
         n, par, mdl, wl = self.accelerators, self.parallelism, self.model, self.workload
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise InvalidInstance(f"must be an integer >= 1, got {n!r}", field="hardware.accelerators")
+        if n > MAX_ACCELERATORS:
+            raise InvalidInstance(f"{n} is more than the {MAX_ACCELERATORS} an instance may have (its traffic "
+                                  "matrices are dense)", field="hardware.accelerators")
         if par.prefill_accelerators >= n:
             raise InvalidInstance(f"{par.prefill_accelerators} leaves no decode accelerators out of {n}",
                                   field="parallelism.prefill_accelerators")

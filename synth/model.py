@@ -25,11 +25,15 @@ from .schema import spec, validate
 # --------------------------------------------------------------------------------------------------
 # Hardware
 # --------------------------------------------------------------------------------------------------
+MAX_PORTS = 1024           # fabric ports per accelerator (an H100 has 18, a TPU v4 6; beyond: a typo)
+MAX_ACCELERATORS = 16384   # per instance: its traffic matrices are dense (16,384^2 x 8 B = 2.1 GB each)
+
+
 @dataclass(frozen=True)
 class Accelerator:
     """One accelerator: its ports to the fabric, compute, memory, power and price."""
 
-    ports: int = spec(ge=1, doc="fabric ports per accelerator")
+    ports: int = spec(ge=1, le=MAX_PORTS, doc="fabric ports per accelerator")
     port_bandwidth_gbps: float = spec(gt=0, doc="bandwidth of one port, Gbit/s per direction")
     name: str = spec("custom")
     link_latency_us: float = spec(0.15, ge=0, doc="per-hop latency of a circuit incl. forwarding")
@@ -96,6 +100,8 @@ class OCSLayout:
         """Port k of every accelerator on switch k (one switch per port index); radix defaults to N."""
         if accelerators < 1 or ports < 1:
             raise InvalidInput("accelerators and ports must be >= 1", field="ports")
+        if ports > MAX_PORTS:
+            raise InvalidInput(f"must be <= {MAX_PORTS}, got {ports}", field="ports")
         sop = np.tile(np.arange(ports, dtype=np.int64), (accelerators, 1))
         radix = accelerators if switch_radix is None else int(switch_radix)
         return cls(sop, (radix,) * ports)

@@ -167,3 +167,19 @@ def test_schedule_checks_the_wiring_files_instance_block(tmp_path):
         json.dump(doc, open(path, "w"))           # json writes NaN as NaN, which Python's reader takes
         code, _, err = run("schedule", path, "--collective", "allgather", "--bytes", "1MB")
         assert_one_line_error(code, err, "w.json", field, "must be a finite number")
+
+
+def test_absurd_sizes_are_refused_before_anything_is_built(tmp_path):
+    """100,000 ports per accelerator or 20,000 accelerators (a typo) used to load and then run out of memory
+    or time; both are refused at once, naming the field."""
+    inst = "instances/decode/llama405b-tp8pp2-16.toml"
+    assert_one_line_error(*run("traffic", inst, "--set", "hardware.ports=100000")[::2],
+                          "hardware.ports", "must be <= 1024")
+    assert_one_line_error(*run("traffic", inst, "--set", "hardware.accelerators=20000")[::2],
+                          "hardware.accelerators", "more than the 16384")
+    m = str(tmp_path / "m.npy")
+    np.save(m, np.ones((4, 4)) - np.eye(4))
+    out = str(tmp_path / "w.json")
+    assert_one_line_error(*run("wire", m, "-o", out, "--ports", "100000", "--port-bandwidth-gbps", "100")[::2],
+                          "--ports", "must be <= 1024")
+    assert not (tmp_path / "w.json").exists()

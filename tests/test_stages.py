@@ -227,3 +227,58 @@ def test_highs_thread_counts_can_change_within_a_process():
         r = exact._solve_milp(p, SolveParams(time_limit_s=30, backend="highs", threads=th), per_switch=False,
                               cutoff=0.0101, case=(tg.groups, ("at least", 5)))
         assert r.status in (SolveStatus.INFEASIBLE, SolveStatus.OPTIMAL, SolveStatus.FEASIBLE), (th, r.message)
+
+
+def test_two_factors_are_every_two_regular_multigraph():
+    from solvers.rings import two_factors
+    assert [len(two_factors(k)) for k in (3, 4, 5)] == [1, 6, 22]     # 4: 3 cycles, 3 pairs of double edges
+    for k in (3, 4, 5):
+        for f in two_factors(k):
+            deg = np.zeros(k, int)
+            for cyc in f:
+                for a, b in zip(cyc, cyc[1:] + cyc[:1]):
+                    deg[a] += 1
+                    deg[b] += 1
+            assert (deg == 2).all() and sorted(v for c in f for v in c) == list(range(k))
+
+
+def test_ring_blocks_need_equal_row_and_column_sums():
+    from solvers.rings import blocks
+    p = stages(4, 3, 5, 5e7)
+    assert blocks(p, uniform_groups(p)) == {(0, 1): 5e7, (1, 2): 5e7, (2, 3): 5e7, (3, 0): 1e3}
+    t = p.traffic.bytes_.copy()
+    t[0, 3], t[0, 4] = 2.5e7, 2.5e7               # position 0 splits its hand-off: rows equal, columns not
+    q = WiringProblem(TrafficMatrix(t), p.layout, 800.0, "time")
+    assert blocks(q, uniform_groups(p)) is None
+
+
+@pytest.mark.parametrize("shape", [(4, 2, 3, 5e7), (4, 3, 4, 5e7)])
+def test_ring_probes_never_close_a_time_a_wiring_reaches(shape):
+    # the test can fail: a relaxation that claimed too much would close the time of a wiring in hand
+    from solvers.rings import ring_bound
+    p = stages(*shape)
+    found = wire(p, "search", SolveParams(time_limit_s=2, seed=0))
+    assert not wiring_violations(found.artifact)
+    verdict, circuits, info = ring_bound(p, uniform_groups(p), found.objective * (1 + 1e-6),
+                                         time.perf_counter() + 20, threads=2)
+    assert verdict in ("found", "open") and info["cases"]
+    assert len(info["rho"]) == 3                   # the first, middle and last stages' kinds
+    if verdict == "found":
+        assert sum(circuits.values()) <= p.accelerators * shape[2] / 2
+
+
+def test_ring_probes_close_the_optimum_both_exact_models_prove(monkeypatch):
+    """Four groups of two: the plain models prove 0.00525 s; with the stages' proofs on, the ring probes
+    close it (every case infeasible at the best less half the gap) for the MILP and CP-SAT alike."""
+    p = stages(4, 2, 3, 5e7)
+    plain = wire(p, "milp", SolveParams(time_limit_s=60, backend="highs"))
+    assert plain.status == SolveStatus.OPTIMAL and plain.objective == pytest.approx(0.00525, rel=1e-9)
+    monkeypatch.setattr(exact, "STAGES_MIN_S", 0.0)
+    monkeypatch.setattr(exact, "STAGES_FIRST_S", 0.5)
+    for solver in ("milp", "cpsat"):
+        res = wire(p, solver, SolveParams(time_limit_s=60, backend="highs"))
+        rings = [r for r in res.extra["rounds"] if r.get("status") == "rings"]
+        assert res.status == SolveStatus.OPTIMAL and res.objective == pytest.approx(plain.objective, rel=1e-9)
+        assert rings and rings[-1]["verdict"] == "closed" and res.bound >= rings[-1]["T"] * (1 - 1e-12)
+        assert all(c["verdict"] == "infeasible" for c in rings[-1]["cases"].values())
+        assert not wiring_violations(res.artifact)

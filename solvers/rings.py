@@ -1,0 +1,353 @@
+"""Three or more coupled groups: a proof of the time objective by whole-instance case probes on the ring
+of groups (llama405b-tp8pp4-32: four TP groups of 8 joined by the pipeline's hand-off).
+
+Why. The net test (solvers/stages.py) prices each group alone and stops short when some groups can carry
+others' bytes for less than what a group saves by sending them (llama405b-tp8pp4-32: 0.038% below the
+best wiring, at any length): it does not see which groups the circuits join. A whole-instance probe does,
+but the instance's own probes stall on placing the circuits across.
+
+Relaxation. Replace each block of bytes from group g to group h (llama: position i of stage g to position
+i of stage g + 1) by any nonnegative matrix with the same row and column sums (a transportation
+polytope; the instance's block is one point of it), routed per source. When every block has equal row
+sums and equal column sums, every relabelling inside any one group maps the relaxed problem onto itself
+(the demand inside a group is uniform, every accelerator has the same ports), so the accelerators that
+hold the circuits across can be fixed at the first positions of each group, and in decreasing order of
+their cross degree. Switch layouts are dropped too (degree model): a relaxation, whose infeasibility at T
+says no wiring of the instance reaches T.
+
+Cases, each group's cross pattern x_g (its accelerators' circuits across, sorted). First each kind of
+group (its crossing bytes) gets the one-group model (`stages.group_relays`) at T with x = (1), (2), (1, 1)
+and with c = 3, ..., RHO_C circuits across and more: rho(pattern), the least of the group's own bytes it
+must send across; inf when the model is infeasible.
+- Every group (1, 1) (when that is feasible for every kind): the groups' graph is 2-regular. Every 2-regular
+  multigraph on the groups (a set of cycles) whose components the demand does not cross gets one probe with
+  its circuits fixed: on a cycle, group g's position 0 faces the group before it, position 1 the one after
+  (up to relabelling inside g that is every wiring of the case), the rest sorted by their circuits to
+  positions 0 and 1.
+- The rest, one probe: free circuits across, each group's cross degrees sorted, its total c_g one-hot with
+  the patterns the group model rules out excluded, not every group (1, 1), and the group's own bytes that
+  leave it at least rho(c_g).
+No wiring reaches T when every probe is infeasible. A probe that finds a wiring gives its circuits to the
+caller, which scores them on the instance.
+
+Measured (BENCHMARKS.md, "The ring of groups as whole-instance probes"): llama405b-tp8pp4-32 at the best
+wiring less 1e-6: the pipeline-order cycle infeasible in 742 s (HiGHS, 1 thread).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import time
+
+import numpy as np
+
+from synth.problem import WiringProblem
+
+from .stages import TOL, UniformGroups, group_relays, parallel
+
+RING_MAX_GROUPS = 5    # 2-regular graphs to enumerate: 3 on four groups, 12 Hamiltonian cycles on five
+RHO_C = 8              # cross totals with their own rho; more: one model for all of them
+SLACK = 1e-7           # circuit units off every rho (they are MILP optima)
+
+
+def blocks(problem: WiringProblem, ug: UniformGroups) -> dict[tuple[int, int], float] | None:
+    """Bytes per accelerator from group g to group h, for every pair with any, when every such block has
+    equal row sums and equal column sums (then the relaxation keeps each group's relabellings); else None."""
+    t = problem.traffic.bytes_.astype(np.float64)
+    out: dict[tuple[int, int], float] = {}
+    for g, a in enumerate(ug.groups):
+        for h, b in enumerate(ug.groups):
+            if g == h:
+                continue
+            m = t[np.ix_(a, b)]
+            if not m.any():
+                continue
+            rows, cols = m.sum(axis=1), m.sum(axis=0)
+            if np.ptp(rows) > 1e-9 * rows.max() or np.ptp(cols) > 1e-9 * cols.max():
+                return None
+            out[(g, h)] = float(rows[0])
+    return out
+
+
+def two_factors(k: int) -> list[tuple[tuple[int, ...], ...]]:
+    """Every 2-regular loopless multigraph on range(k), as its cycles (a 2-cycle is a double edge), each
+    cycle starting at its least vertex and, longer than two, going to the smaller of its two neighbours first."""
+    found = []
+
+    def cycles_through(rest: tuple[int, ...]):
+        if not rest:
+            yield ()
+            return
+        first, others = rest[0], rest[1:]
+        for size in range(1, len(others) + 1):
+            for chosen in itertools.combinations(others, size):
+                left = tuple(v for v in others if v not in chosen)
+                for perm in itertools.permutations(chosen):
+                    if size > 1 and perm[0] > perm[-1]:
+                        continue            # one direction of each cycle
+                    for tail in cycles_through(left):
+                        yield ((first,) + perm,) + tail
+
+    for f in cycles_through(tuple(range(k))):
+        found.append(f)
+    return found
+
+
+def _connected(factor, pairs: set[tuple[int, int]]) -> bool:
+    """True when no pair of groups with bytes between them sits in two different cycles of the factor."""
+    where = {g: i for i, cyc in enumerate(factor) for g in cyc}
+    return all(where[g] == where[h] for g, h in pairs)
+
+
+def pattern_bounds(ug: UniformGroups, T: float, deadline: float, threads: int = 1,
+                   live: set | None = None) -> dict[tuple[float, float], dict]:
+    """Per kind of group (bytes out, bytes in per accelerator): rho of x = (1), (2), (1, 1), of every cross
+    total 3..RHO_C and of more ("more"), from the one-group model at T (inf: infeasible; a model stopped by
+    the deadline gives its dual bound). TimeoutError when the deadline passes first."""
+    from dataclasses import replace
+    live = set() if live is None else live
+    kinds = list(dict.fromkeys(zip(ug.out_b, ug.in_b)))
+    jobs = []
+    for kind in kinds:
+        jobs += [(kind, key) for key in ["1", "2", "11"] + list(range(3, RHO_C + 1)) + ["more"]]
+
+    def run(job):
+        kind, key = job
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            raise TimeoutError
+        one = replace(ug, groups=ug.groups[:1], out_b=(kind[0],), in_b=(kind[1],))
+        if key in ("1", "2", "11"):
+            x = {"1": (1,), "2": (2,), "11": (1, 1)}[key]
+            return group_relays(one, 0, x, T, time_limit_s=left, live=live)
+        across = (RHO_C + 1, None) if key == "more" else (key, key)
+        return group_relays(one, 0, None, T, time_limit_s=left, live=live, across=across)
+
+    values = parallel(run, jobs, threads, live)
+    out: dict = {kind: {} for kind in kinds}
+    for (kind, key), v in zip(jobs, values):
+        out[kind][key] = v
+    return out
+
+
+def probe(problem: WiringProblem, ug: UniformGroups, bl: dict, T: float, case, rho: dict | None,
+          time_limit_s: float, threads: int = 1, live: set | None = None):
+    """One case at T (module doc): case ("factor", cycles) or ("rest",) (with `rho`, `pattern_bounds`'
+    answer). Returns ("infeasible", None), ("found", {(u, v): circuits}) or ("unsettled", None)."""
+    import highspy
+
+    from .highs import threads as fit
+    k, n, P = len(ug.groups), ug.n, ug.ports
+    N = k * n
+    unit = ug.port_bytes_per_s * T
+    d = ug.d / unit
+    H = highspy.Highs()
+    H.setOptionValue("output_flag", False)
+    H.setOptionValue("time_limit", float(max(0.1, time_limit_s)))
+    H.setOptionValue("threads", fit(threads))
+    node = lambda g, i: g * n + i
+    y = {(g, i, j): H.addIntegral(lb=0, ub=P) for g in range(k) for i in range(n) for j in range(i + 1, n)}
+    Y = lambda g, i, j: y[(g, min(i, j), max(i, j))]
+    cross: dict[tuple[int, int], object] = {}         # (u, v), u < v in different groups -> circuits
+    if case[0] == "factor":
+        for cyc in case[1]:
+            for a, b in zip(cyc, cyc[1:] + cyc[:1]):
+                u, v = node(a, 1), node(b, 0)
+                key = (min(u, v), max(u, v))
+                cross[key] = cross.get(key, 0) + 1
+        xs = {v: sum(c for (a, b), c in cross.items() if v in (a, b)) for v in range(N)}
+    else:
+        cross = {(u, v): H.addIntegral(lb=0, ub=P) for u in range(N) for v in range(u + 1, N) if u // n != v // n}
+        xs = {v: sum(z for (a, b), z in cross.items() if v in (a, b)) for v in range(N)}
+    for g in range(k):
+        for i in range(n):
+            H.addConstr(sum(Y(g, i, j) for j in range(n) if j != i) + xs[node(g, i)] <= P)
+    if case[0] == "factor":                 # positions >= 2 sorted by their circuits to positions 0 and 1
+        for g in range(k):
+            keys = [(P + 1) * Y(g, 0, v) + Y(g, 1, v) for v in range(2, n)]
+            for a_, b_ in zip(keys, keys[1:]):
+                H.addConstr(a_ - b_ >= 0)
+    rho_terms: dict[int, list] = {} if case[0] == "factor" else _rest_rows(H, ug, xs, rho, node)
+    arcs = [(node(g, i), node(g, j)) for g in range(k) for i in range(n) for j in range(n) if i != j]
+    arcs += [a for u, v in cross for a in ((u, v), (v, u))]
+    outa: dict[int, list[int]] = {v: [] for v in range(N)}
+    ina: dict[int, list[int]] = {v: [] for v in range(N)}
+    for e, (u, v) in enumerate(arcs):
+        outa[u].append(e)
+        ina[v].append(e)
+    load: list[list] = [[] for _ in arcs]
+    share = {}                                          # (g, h) -> n x n doubly stochastic shares
+    for (g, h), a in bl.items():
+        M = [[H.addVariable(lb=0, ub=1) for _ in range(n)] for _ in range(n)]
+        for i in range(n):
+            H.addConstr(sum(M[i]) == 1)
+            H.addConstr(sum(M[r][i] for r in range(n)) == 1)
+        share[(g, h)] = (a / unit, M)
+    leaving = {g: [e for e, (u, v) in enumerate(arcs) if u // n == g and v // n != g] for g in range(k)}
+    own_out: dict[int, list] = {g: [] for g in range(k)}
+    k_ = math.floor(d)
+    for g in range(k):
+        sent = {h: share[(g, h)] for h in range(k) if (g, h) in share}
+        for s in range(n):
+            src = node(g, s)
+            f = [H.addVariable(lb=0) for _ in arcs]
+            for e in range(len(arcs)):
+                load[e].append(f[e])
+            own_out[g] += [f[e] for e in leaving[g]]
+            out_total = sum(a for a, _ in sent.values())
+            for v in range(N):
+                expr = sum(f[e] for e in outa[v]) - sum(f[e] for e in ina[v])
+                gv, iv = divmod(v, n)
+                rhs = (n - 1) * d + out_total if v == src else -d if gv == g else 0.0
+                if gv in sent:
+                    a, M = sent[gv]
+                    H.addConstr(expr + a * M[s][iv] == rhs)
+                else:
+                    H.addConstr(expr == rhs)
+            overs = []                      # relay count: what a pair's circuits do not carry takes two hops
+            for j in range(n):
+                if j == s:
+                    continue
+                o = H.addVariable(lb=0)
+                H.addConstr(o + Y(g, s, j) >= d)
+                if d - k_ > 1e-6:
+                    H.addConstr(o + (d - k_) * Y(g, s, j) >= (d - k_) * (k_ + 1))
+                overs.append(o)
+            H.addConstr(sum(f) - sum(overs) >= (n - 1) * d + out_total)
+    if case[0] != "factor":             # own bytes out of g >= rho(its pattern), beside its crossing bytes
+        for g in range(k):
+            crossing = n * sum(a for (a_g, h), (a, _) in share.items() if a_g == g)
+            H.addConstr(sum(own_out[g]) - sum(c * v for c, v in rho_terms[g]) >= crossing)
+    ka = {a: e for e, a in enumerate(arcs)}
+    for (g, i, j), var in y.items():
+        for a in ((node(g, i), node(g, j)), (node(g, j), node(g, i))):
+            H.addConstr(sum(load[ka[a]]) - var <= 0)
+    for (u, v), z in cross.items():
+        for a in ((u, v), (v, u)):
+            H.addConstr(sum(load[ka[a]]) - z <= 0)
+    live = set() if live is None else live
+    live.add(H)
+    try:
+        H.run()
+    finally:
+        live.discard(H)
+    status = H.getModelStatus()
+    if status == highspy.HighsModelStatus.kInfeasible:
+        return "infeasible", None
+    if status == highspy.HighsModelStatus.kOptimal:
+        sol = H.getSolution().col_value
+        circuits: dict[tuple[int, int], int] = {}
+        for (g, i, j), var in y.items():
+            c = int(round(sol[var.index]))
+            if c:
+                circuits[(node(g, i), node(g, j))] = c
+        for key, z in cross.items():
+            c = z if isinstance(z, int) else int(round(sol[z.index]))
+            if c:
+                circuits[key] = c
+        return "found", circuits
+    return "unsettled", None
+
+
+def _rest_rows(H, ug: UniformGroups, xs: dict, rho: dict, node) -> dict[int, list]:
+    """The rest probe's rows: each group's cross degrees sorted, its cross total one-hot (c = 0 .. RHO_C and
+    "more"), c = 2 split into (1, 1) and (2), the patterns with rho inf excluded, not every group (1, 1).
+    Returns each group's rho terms [(coefficient, binary)]: its own bytes out are at least their sum."""
+    k, n, P = len(ug.groups), ug.n, ug.ports
+    rho_terms: dict[int, list] = {}
+    ones = []
+    for g in range(k):
+        r = rho[(ug.out_b[g], ug.in_b[g])]
+        xg = [xs[node(g, i)] for i in range(n)]
+        for a, b in zip(xg, xg[1:]):
+            H.addConstr(a - b >= 0)
+        keys = list(range(RHO_C + 1)) + ["more"]
+        w = {c: H.addBinary() for c in keys}
+        H.addConstr(sum(w.values()) == 1)
+        total = sum(xg)
+        H.addConstr(total - sum(c * w[c] for c in keys if c != "more") - (RHO_C + 1) * w["more"] >= 0)
+        H.addConstr(total - sum(c * w[c] for c in keys if c != "more") - n * P * w["more"] <= 0)
+        q = H.addBinary()                   # the pattern is (1, 1)
+        H.addConstr(q - w[2] <= 0)
+        H.addConstr(xg[0] + (P - 1) * q <= P)                    # (1, 1): no accelerator holds two
+        H.addConstr(xg[0] - 2 * w[2] + 2 * q >= 0)               # c = 2 and not (1, 1): (2)
+        crossing = ug.out_b[g] > 0 or ug.in_b[g] > 0
+        terms = []
+        for c, var in w.items():
+            v = 0.0 if c in (0, 2) else r["1"] if c == 1 else r[c]
+            if (c == 0 and crossing) or v == math.inf:        # (-inf: a model without a bound in its time)
+                H.addConstr(var <= 0)
+            elif SLACK < v < math.inf:
+                terms.append((v - SLACK, var))
+        r11, r2 = r["11"], r["2"]
+        if r11 == math.inf:
+            H.addConstr(q <= 0)
+        elif SLACK < r11 < math.inf:
+            terms.append((r11 - SLACK, q))
+        if r2 == math.inf:
+            H.addConstr(w[2] - q <= 0)
+        elif SLACK < r2 < math.inf:
+            terms.append((r2 - SLACK, w[2]))
+            terms.append((-(r2 - SLACK), q))
+        rho_terms[g] = terms
+        ones.append(q)
+    H.addConstr(sum(ones) <= k - 1)
+    return rho_terms
+
+
+def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: float, threads: int = 1,
+               say=None) -> tuple[str, dict | None, dict]:
+    """Every case at T (module doc), `threads` probes at a time. Returns (verdict, circuits, info): verdict
+    "closed" (no wiring reaches T), "found" (a probe's circuits, for the caller to score on the instance),
+    "open" (a probe without a verdict, or out of time) or "not applicable"."""
+    say = say or (lambda msg: None)
+    t0 = time.perf_counter()
+    info: dict = {"T": T}
+    k = len(ug.groups)
+    bl = blocks(problem, ug)
+    if bl is None or not 3 <= k <= RING_MAX_GROUPS:
+        return "not applicable", None, {**info, "verdict": "not applicable"}
+    live: set = set()
+    try:
+        rho = pattern_bounds(ug, T, deadline, threads, live)
+    except TimeoutError:
+        return "open", None, {**info, "verdict": "out of time in the group models"}
+    info["rho"] = {f"{o:g}/{i:g} B": {str(key): ("infeasible" if v == math.inf else None if v == -math.inf
+                                                 else round(v, 9)) for key, v in r.items()}
+                   for (o, i), r in rho.items()}
+    demand_pairs = {(min(g, h), max(g, h)) for g, h in bl}
+    cases: list = [("rest",)]
+    if all(r["11"] < math.inf for r in rho.values()):
+        cases += [("factor", f) for f in two_factors(k) if _connected(f, demand_pairs)]
+    say(f"rings: {len(cases)} whole-instance case probes at {T:.9g} s")
+    results: dict = {}
+
+    def run(case):
+        left = deadline - time.perf_counter()
+        if left < 1.0:
+            return case, "open", None, 0.0
+        t1 = time.perf_counter()
+        verdict, circuits = probe(problem, ug, bl, T, case, rho, left, 1, live)
+        return case, verdict, circuits, time.perf_counter() - t1
+
+    found = None
+    for case, verdict, circuits, wall in parallel(run, cases, threads, live):
+        results[_name(case)] = {"verdict": verdict, "wall_s": round(wall, 1)}
+        say(f"rings: case {_name(case)}: {verdict} ({wall:.0f} s)")
+        if verdict == "found" and found is None:
+            found = circuits
+    info.update(cases=results, wall_s=round(time.perf_counter() - t0, 1))
+    if found is not None:
+        info["verdict"] = "found"
+        return "found", found, info
+    if all(r["verdict"] == "infeasible" for r in results.values()):
+        info["verdict"] = "closed"
+        return "closed", None, info
+    info["verdict"] = "open"
+    return "open", None, info
+
+
+def _name(case) -> str:
+    if case[0] == "rest":
+        return "not every group (1, 1)"
+    return "cycles " + " ".join("-".join(map(str, c)) for c in case[1])
