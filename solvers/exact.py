@@ -333,9 +333,9 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams(), star
     if tg is not None and len(tg.groups) == 2:
         best, bound, interrupted = _case_split(problem, params, t0, tg, best, bound, rounds, "milp")
     elif tg is not None:
-        best, bound, interrupted = _groups_rings(problem, params, t0, tg, best, bound, rounds, "milp")
+        bound, interrupted = _groups_net(params, t0, tg, best, bound, rounds, "milp")
         if not interrupted and best.objective - bound > params.rel_gap * best.objective:
-            bound, interrupted = _groups_net(params, t0, tg, best, bound, rounds, "milp")
+            best, bound, interrupted = _groups_rings(problem, params, t0, tg, best, bound, rounds, "milp")
     step = 1.0          # the first probe looks for better wirings than the first round's, then bisection
     while not interrupted:
         left = params.time_limit_s - (time.perf_counter() - t0)
@@ -384,7 +384,7 @@ STAGES_MIN_S = 900.0   # time left at which coupled groups get the case split or
 STAGES_MAX_GROUP = 10  # accelerators per group: its one-group models stay small
 STAGES_SHARE = 0.8     # of the time left, for the case split and its probes
 GROUPS_SHARE = 0.6     # of the time left, for the net test of three or more groups
-RINGS_SHARE = 0.7      # of the time left, for the ring-of-groups case probes before it (solvers/rings.py)
+RINGS_SHARE = 0.7      # of the time left after it, for the ring-of-groups case probes (solvers/rings.py)
 STAGES_FIRST_S = 120.0  # the plain model's first round before the case split
 CPSAT_FIRST_SHARE = 0.1   # CP-SAT's integer-routing round only supplies a first wiring; its probes do the rest
 CPSAT_FIRST_MAX_FLOWS = 100_000   # flow variables above which that round is skipped when a start is given
@@ -434,9 +434,10 @@ def _uniform_groups(problem: WiringProblem, params: SolveParams, t0: float):
 
 def _groups_rings(problem: WiringProblem, params: SolveParams, t0: float, ug, best: SolveResult, bound: float,
                   rounds: list, name: str) -> tuple[SolveResult, float, bool]:
-    """Three to RING_MAX_GROUPS coupled groups: the ring-of-groups case probes (solvers/rings.py) at the best
-    answer's time less half the gap, in RINGS_SHARE of the time left; again at each better wiring a probe
-    finds. Every case infeasible raises the bound to that time. Returns (best, bound, interrupted)."""
+    """Three to RING_MAX_GROUPS coupled groups, after the net test (whose bound stands whatever these do):
+    the ring-of-groups case probes (solvers/rings.py) at the best answer's time less half the gap, in
+    RINGS_SHARE of the time left; again at each better wiring a probe finds. Every case infeasible raises the
+    bound to that time. Returns (best, bound, interrupted)."""
     from .rings import ring_bound
     say = params.progress or (lambda msg: None)
     end = time.perf_counter() + RINGS_SHARE * (params.time_limit_s - (time.perf_counter() - t0))
@@ -847,9 +848,9 @@ def _metric_probes(problem: WiringProblem, params: SolveParams, t0: float, best:
                                 SolveStatus.FEASIBLE, Limit.NONE, _wiring_from(problem, found[0], {}), None,
                                 {"model": "metric-inequality probe, one case of the two-group split"}), None
     if tg is not None and len(tg.groups) > 2:
-        best, bound, interrupted = _groups_rings(problem, params, t0, tg, best, bound, rounds, "cpsat")
+        bound, interrupted = _groups_net(params, t0, tg, best, bound, rounds, "cpsat")
         if not interrupted and best.objective - bound > params.rel_gap * best.objective:
-            bound, interrupted = _groups_net(params, t0, tg, best, bound, rounds, "cpsat")
+            best, bound, interrupted = _groups_rings(problem, params, t0, tg, best, bound, rounds, "cpsat")
     elif tg is not None:
         from .stages import relaxed_first, symmetric_relaxation
         relaxed = symmetric_relaxation(problem, tg)

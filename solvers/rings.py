@@ -27,11 +27,13 @@ must send across; inf when the model is infeasible.
 - The rest, one probe: free circuits across, each group's cross degrees sorted, its total c_g one-hot with
   the patterns the group model rules out excluded, not every group (1, 1), and the group's own bytes that
   leave it at least rho(c_g).
-No wiring reaches T when every probe is infeasible. A probe that finds a wiring gives its circuits to the
+No wiring reaches T when every probe is infeasible. The rest runs first (with every thread), the cycles
+after it only when it is infeasible, two at a time. A probe that finds a wiring gives its circuits to the
 caller, which scores them on the instance.
 
 Measured (BENCHMARKS.md, "The ring of groups as whole-instance probes"): llama405b-tp8pp4-32 at the best
-wiring less 1e-6: the pipeline-order cycle infeasible in 742 s (HiGHS, 1 thread).
+wiring less 5e-7, HiGHS: all three cycles infeasible (713-957 s each, two at a time), the rest not settled in
+3,446 s; so the exact back-ends run these after the net test, whose bound they can only raise.
 """
 from __future__ import annotations
 
@@ -236,15 +238,14 @@ def probe(problem: WiringProblem, ug: UniformGroups, bl: dict, T: float, case, r
         return "infeasible", None
     if status == highspy.HighsModelStatus.kOptimal:
         sol = H.getSolution().col_value
+        acc = [a for grp in ug.groups for a in grp]      # the model's node g n + i is group g's i-th accelerator
         circuits: dict[tuple[int, int], int] = {}
-        for (g, i, j), var in y.items():
-            c = int(round(sol[var.index]))
+        pairs = [((node(g, i), node(g, j)), var) for (g, i, j), var in y.items()] + list(cross.items())
+        for (u, v), var in pairs:
+            c = var if isinstance(var, int) else int(round(sol[var.index]))
             if c:
-                circuits[(node(g, i), node(g, j))] = c
-        for key, z in cross.items():
-            c = z if isinstance(z, int) else int(round(sol[z.index]))
-            if c:
-                circuits[key] = c
+                a, b = acc[u], acc[v]
+                circuits[(min(a, b), max(a, b))] = c
         return "found", circuits
     return "unsettled", None
 
@@ -327,11 +328,16 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
         if left < 1.0:
             return case, "open", None, 0.0
         t1 = time.perf_counter()
-        verdict, circuits = probe(problem, ug, bl, T, case, rho, left, 1, live)
+        verdict, circuits = probe(problem, ug, bl, T, case, rho, left, threads if case[0] == "rest" else 1, live)
         return case, verdict, circuits, time.perf_counter() - t1
 
     found = None
-    for case, verdict, circuits, wall in parallel(run, cases, threads, live):
+    # the rest first, on its own: the cycles prove nothing unless it closes too (llama405b-tp8pp4-32: each
+    # cycle 0.2-0.4 h, the rest unsettled after 1 h), and its wirings are the likelier better ones
+    done = [run(cases[0])]
+    if done[0][1] == "infeasible":
+        done += parallel(run, cases[1:], threads, live)
+    for case, verdict, circuits, wall in done:
         results[_name(case)] = {"verdict": verdict, "wall_s": round(wall, 1)}
         say(f"rings: case {_name(case)}: {verdict} ({wall:.0f} s)")
         if verdict == "found" and found is None:

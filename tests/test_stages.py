@@ -282,3 +282,22 @@ def test_ring_probes_close_the_optimum_both_exact_models_prove(monkeypatch):
         assert rings and rings[-1]["verdict"] == "closed" and res.bound >= rings[-1]["T"] * (1 - 1e-12)
         assert all(c["verdict"] == "infeasible" for c in rings[-1]["cases"].values())
         assert not wiring_violations(res.artifact)
+
+
+def test_a_probes_circuits_are_the_instances_accelerators():
+    """The probe's model numbers group g's i-th accelerator g n + i; its circuits come back in the instance's
+    numbering (a pipeline whose stages are scattered over the accelerators)."""
+    from solvers.rings import blocks, probe
+    p = stages(4, 2, 3, 5e7, seed=3)
+    ug = uniform_groups(p)
+    verdict, circuits = probe(p, ug, blocks(p, ug), 0.1, ("factor", ((0, 1, 2, 3),)), None, 30.0)
+    assert verdict == "found"
+    side = {a: g for g, grp in enumerate(ug.groups) for a in grp}
+    across = {(side[a], side[b]): c for (a, b), c in circuits.items() if side[a] != side[b]}
+    assert sorted(tuple(sorted(k)) for k in across) == [(0, 1), (0, 3), (1, 2), (2, 3)]
+    assert all(c == 1 for c in across.values())
+    deg = np.zeros(p.accelerators, int)
+    for (a, b), c in circuits.items():
+        deg[a] += c
+        deg[b] += c
+    assert deg.max() <= 3
