@@ -45,7 +45,7 @@ import numpy as np
 
 from synth.problem import WiringProblem
 
-from .stages import TOL, UniformGroups, group_relays, parallel
+from .stages import UniformGroups, group_relays, parallel
 
 RING_MAX_GROUPS = 5    # 2-regular graphs to enumerate: 3 on four groups, 12 Hamiltonian cycles on five
 RHO_C = 8              # cross totals with their own rho; more: one model for all of them
@@ -74,8 +74,6 @@ def blocks(problem: WiringProblem, ug: UniformGroups) -> dict[tuple[int, int], f
 def two_factors(k: int) -> list[tuple[tuple[int, ...], ...]]:
     """Every 2-regular loopless multigraph on range(k), as its cycles (a 2-cycle is a double edge), each
     cycle starting at its least vertex and, longer than two, going to the smaller of its two neighbours first."""
-    found = []
-
     def cycles_through(rest: tuple[int, ...]):
         if not rest:
             yield ()
@@ -90,9 +88,7 @@ def two_factors(k: int) -> list[tuple[tuple[int, ...], ...]]:
                     for tail in cycles_through(left):
                         yield ((first,) + perm,) + tail
 
-    for f in cycles_through(tuple(range(k))):
-        found.append(f)
-    return found
+    return list(cycles_through(tuple(range(k))))
 
 
 def _connected(factor, pairs: set[tuple[int, int]]) -> bool:
@@ -106,7 +102,6 @@ def pattern_bounds(ug: UniformGroups, T: float, deadline: float, threads: int = 
     """Per kind of group (bytes out, bytes in per accelerator): rho of x = (1), (2), (1, 1), of every cross
     total 3..RHO_C and of more ("more"), from the one-group model at T (inf: infeasible; a model stopped by
     the deadline gives its dual bound). TimeoutError when the deadline passes first."""
-    from dataclasses import replace
     live = set() if live is None else live
     kinds = list(dict.fromkeys(zip(ug.out_b, ug.in_b)))
     jobs = []
@@ -118,7 +113,7 @@ def pattern_bounds(ug: UniformGroups, T: float, deadline: float, threads: int = 
         left = deadline - time.perf_counter()
         if left <= 0:
             raise TimeoutError
-        one = replace(ug, groups=ug.groups[:1], out_b=(kind[0],), in_b=(kind[1],))
+        one = ug.kind(*kind)
         if key in ("1", "2", "11"):
             x = {"1": (1,), "2": (2,), "11": (1, 1)}[key]
             return group_relays(one, 0, x, T, time_limit_s=left, live=live)
@@ -187,20 +182,21 @@ def probe(problem: WiringProblem, ug: UniformGroups, bl: dict, T: float, case, r
         share[(g, h)] = (a / unit, M)
     leaving = {g: [e for e, (u, v) in enumerate(arcs) if u // n == g and v // n != g] for g in range(k)}
     own_out: dict[int, list] = {g: [] for g in range(k)}
+    out_total: dict[int, float] = {}                   # units each accelerator of g sends to other groups
     k_ = math.floor(d)
     for g in range(k):
         sent = {h: share[(g, h)] for h in range(k) if (g, h) in share}
+        out_total[g] = sum(a for a, _ in sent.values())
         for s in range(n):
             src = node(g, s)
             f = [H.addVariable(lb=0) for _ in arcs]
             for e in range(len(arcs)):
                 load[e].append(f[e])
             own_out[g] += [f[e] for e in leaving[g]]
-            out_total = sum(a for a, _ in sent.values())
             for v in range(N):
                 expr = sum(f[e] for e in outa[v]) - sum(f[e] for e in ina[v])
                 gv, iv = divmod(v, n)
-                rhs = (n - 1) * d + out_total if v == src else -d if gv == g else 0.0
+                rhs = (n - 1) * d + out_total[g] if v == src else -d if gv == g else 0.0
                 if gv in sent:
                     a, M = sent[gv]
                     H.addConstr(expr + a * M[s][iv] == rhs)
@@ -215,11 +211,10 @@ def probe(problem: WiringProblem, ug: UniformGroups, bl: dict, T: float, case, r
                 if d - k_ > 1e-6:
                     H.addConstr(o + (d - k_) * Y(g, s, j) >= (d - k_) * (k_ + 1))
                 overs.append(o)
-            H.addConstr(sum(f) - sum(overs) >= (n - 1) * d + out_total)
+            H.addConstr(sum(f) - sum(overs) >= (n - 1) * d + out_total[g])
     if case[0] != "factor":             # own bytes out of g >= rho(its pattern), beside its crossing bytes
         for g in range(k):
-            crossing = n * sum(a for (a_g, h), (a, _) in share.items() if a_g == g)
-            H.addConstr(sum(own_out[g]) - sum(c * v for c, v in rho_terms[g]) >= crossing)
+            H.addConstr(sum(own_out[g]) - sum(c * v for c, v in rho_terms[g]) >= n * out_total[g])
     ka = {a: e for e, a in enumerate(arcs)}
     for (g, i, j), var in y.items():
         for a in ((node(g, i), node(g, j)), (node(g, j), node(g, i))):

@@ -84,6 +84,11 @@ class UniformGroups:
     def n(self) -> int:
         return len(self.groups[0])
 
+    def kind(self, out_b: float, in_b: float) -> "UniformGroups":
+        """One group of these with the given crossing bytes per accelerator (group 0 of the result), for
+        `group_relays`: groups with the same crossing bytes have the same model."""
+        return replace(self, groups=self.groups[:1], out_b=(out_b,), in_b=(in_b,))
+
     @property
     def least(self) -> tuple[float, float]:
         """The least crossing bytes out and in over the groups: a kind whose model bounds every group's."""
@@ -298,8 +303,7 @@ def net_test(ug: UniformGroups, T: float, deadline: float, model_time_s: float =
         left = deadline - time.perf_counter()
         if left <= 0:
             raise TimeoutError
-        kind = replace(ug, groups=ug.groups[:1], out_b=(out_b,), in_b=(in_b,))
-        return group_relays(kind, 0, None, T, 0.0, float(ug.n * ug.ports), 1.0, min(model_time_s, left),
+        return group_relays(ug.kind(out_b, in_b), 0, None, T, 0.0, float(ug.n * ug.ports), 1.0, min(model_time_s, left),
                             live=live)
 
     kinds = list(zip(ug.out_b, ug.in_b))
