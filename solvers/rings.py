@@ -45,7 +45,7 @@ import numpy as np
 
 from synth.problem import WiringProblem
 
-from .stages import UniformGroups, group_relays, parallel
+from .stages import Live, UniformGroups, group_relays, parallel
 
 RING_MAX_GROUPS = 5    # 2-regular graphs to enumerate: 3 on four groups, 12 Hamiltonian cycles on five
 RHO_C = 8              # cross totals with their own rho; more: one model for all of them
@@ -98,11 +98,11 @@ def _connected(factor, pairs: set[tuple[int, int]]) -> bool:
 
 
 def pattern_bounds(ug: UniformGroups, T: float, deadline: float, threads: int = 1,
-                   live: set | None = None) -> dict[tuple[float, float], dict]:
+                   live: Live | None = None) -> dict[tuple[float, float], dict]:
     """Per kind of group (bytes out, bytes in per accelerator): rho of x = (1), (2), (1, 1), of every cross
     total 3..RHO_C and of more ("more"), from the one-group model at T (inf: infeasible; a model stopped by
     the deadline gives its dual bound). TimeoutError when the deadline passes first."""
-    live = set() if live is None else live
+    live = Live() if live is None else live
     kinds = list(dict.fromkeys(zip(ug.out_b, ug.in_b)))
     jobs = []
     for kind in kinds:
@@ -128,7 +128,7 @@ def pattern_bounds(ug: UniformGroups, T: float, deadline: float, threads: int = 
 
 
 def probe(problem: WiringProblem, ug: UniformGroups, bl: dict, T: float, case, rho: dict | None,
-          time_limit_s: float, threads: int = 1, live: set | None = None):
+          time_limit_s: float, threads: int = 1, live: Live | None = None):
     """One case at T (module doc): case ("factor", cycles) or ("rest",) (with `rho`, `pattern_bounds`'
     answer). Returns ("infeasible", None), ("found", {(u, v): circuits}) or ("unsettled", None)."""
     import highspy
@@ -222,7 +222,7 @@ def probe(problem: WiringProblem, ug: UniformGroups, bl: dict, T: float, case, r
     for (u, v), z in cross.items():
         for a in ((u, v), (v, u)):
             H.addConstr(sum(load[ka[a]]) - z <= 0)
-    live = set() if live is None else live
+    live = Live() if live is None else live
     live.add(H)
     try:
         H.run()
@@ -303,7 +303,7 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
     bl = blocks(problem, ug)
     if bl is None or not 3 <= k <= RING_MAX_GROUPS:
         return "not applicable", None, {**info, "verdict": "not applicable"}
-    live: set = set()
+    live = Live()
     try:
         rho = pattern_bounds(ug, T, deadline, threads, live)
     except TimeoutError:
@@ -329,7 +329,7 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
     found = None
     # the rest first, on its own: the cycles prove nothing unless it closes too (llama405b-tp8pp4-32: each
     # cycle 0.2-0.4 h, the rest unsettled after 1 h), and its wirings are the likelier better ones
-    done = [run(cases[0])]
+    done = parallel(run, cases[:1], 1, live)     # in a worker: Ctrl-C reaches the waiting main thread
     if done[0][1] == "infeasible":
         done += parallel(run, cases[1:], threads, live)
     for case, verdict, circuits, wall in done:

@@ -145,7 +145,7 @@ def partitions(c: int, parts: int, largest: int | None = None):
 
 def group_relays(tg: UniformGroups, g: int, x: tuple[int, ...] | None, T: float, h_lo: float = 0.0,
                  h_hi: float | None = None, w: float = 0.0, time_limit_s: float = 120.0,
-                 threads: int = 1, live: set | None = None, across: tuple[int, int | None] = (1, None)) -> float:
+                 threads: int = 1, live: Live | None = None, across: tuple[int, int | None] = (1, None)) -> float:
     """A lower bound on min (r - w h) over group g's model at time T (module doc); inf when it is
     infeasible. h is fixed at h_lo unless h_hi is given. x None leaves the cross degrees to the model
     (integers in decreasing order, the group being symmetric; at least one circuit across when the group
@@ -273,22 +273,53 @@ def group_relays(tg: UniformGroups, g: int, x: tuple[int, ...] | None, T: float,
     return bound if np.isfinite(bound) else -math.inf
 
 
-def parallel(fn, items: list, threads: int, live: set) -> list:
-    """fn over items, `threads` at a time (HiGHS releases the GIL). On Ctrl-C (or an exception, e.g.
-    TimeoutError) the models still running, which sit in `live`, are cancelled and the exception passes on."""
-    from concurrent.futures import ThreadPoolExecutor
+class Live:
+    """The HiGHS models that worker threads are running, so that Ctrl-C or a deadline stops them all.
+    highspy's cancelSolve only sets a flag that its interrupt callbacks read, and those are off unless
+    HandleUserInterrupt is on: `add` turns them on. The stop is sticky: a model added after `cancel` (a
+    worker still building it) is cancelled at once, and HiGHS reads the flag at its first callback."""
+
+    def __init__(self) -> None:
+        self._models: set = set()
+        self.stopped = False
+
+    def add(self, H) -> None:
+        H.HandleUserInterrupt = True
+        self._models.add(H)
+        if self.stopped:
+            H.cancelSolve()
+
+    def discard(self, H) -> None:
+        self._models.discard(H)
+
+    def cancel(self) -> None:
+        self.stopped = True
+        for H in list(self._models):
+            H.cancelSolve()
+
+
+def parallel(fn, items: list, threads: int, live: Live) -> list:
+    """fn over items, `threads` at a time (HiGHS releases the GIL; the caller waits in a lock, where Ctrl-C
+    reaches it). On Ctrl-C or the first exception in any worker (e.g. TimeoutError) the models in `live` are
+    cancelled, the items not started are dropped, and the exception passes on once the workers have
+    returned."""
+    from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
     with ThreadPoolExecutor(max(1, threads)) as pool:
         try:
-            return list(pool.map(fn, items))
+            futures = [pool.submit(fn, item) for item in items]
+            done, _ = wait(futures, return_when=FIRST_EXCEPTION)     # not in order: any failure ends it
+            for f in done:
+                if f.exception() is not None:
+                    raise f.exception()
+            return [f.result() for f in futures]
         except BaseException:
             pool.shutdown(cancel_futures=True, wait=False)
-            for H in list(live):
-                H.cancelSolve()
+            live.cancel()
             raise
 
 
 def net_test(ug: UniformGroups, T: float, deadline: float, model_time_s: float = 900.0,
-             live: set | None = None, least: bool = True) -> tuple[float, dict]:
+             live: Live | None = None, least: bool = True) -> tuple[float, dict]:
     """The net test of k groups at T (module doc): the sum over the groups of a lower bound on
     min (r - h) over each one's model with its cross degrees free; a sum above TOL says no wiring reaches T.
     Groups with less crossing bytes need less, so the group with the least crossing each way bounds every
@@ -296,7 +327,7 @@ def net_test(ug: UniformGroups, T: float, deadline: float, model_time_s: float =
     not, or at once with `least` False (each kind's bound is at least the least one's, so the sum is never
     weaker: the caller skips the least kind where it already failed at a lower T). Returns (sum, {kind: its
     bound}); TimeoutError when the deadline has passed."""
-    live = set() if live is None else live
+    live = Live() if live is None else live
     k = len(ug.groups)
 
     def m(out_b: float, in_b: float) -> float:
@@ -329,7 +360,7 @@ def groups_bound(ug: UniformGroups, lo: float, hi: float, deadline: float, threa
     count are usually the weak side), and evenly spread when a sum is missing. Returns (bound >= lo, one entry
     per test for the solve's rounds)."""
     say = say or (lambda msg: None)
-    live: set = set()
+    live = Live()
     bound, top, tests = lo, hi, []
     closed_at = open_at = None          # (T, sum) of the highest closed and the lowest open test with a sum
     k = max(1, threads)
@@ -394,7 +425,7 @@ def split_cases(tg: UniformGroups, T: float, deadline: float, c_max: int = C_MAX
     unit = tg.port_bytes_per_s * T
     cross = max(tg.out_b[0], tg.out_b[1]) * tg.n / unit      # the busier direction's crossing bytes
     memo: dict = {}
-    live: set = set()
+    live = Live()
 
     def solve(key):
         if key not in memo:

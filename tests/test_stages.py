@@ -301,3 +301,61 @@ def test_a_probes_circuits_are_the_instances_accelerators():
         deg[a] += c
         deg[b] += c
     assert deg.max() <= 3
+
+
+def _llama32():
+    from synth.bench import suite_problem
+    p = suite_problem({"source": "instances/decode/llama405b-tp8pp4-32.toml", "objective": "time"})
+    return p, uniform_groups(p)
+
+
+def _slow_model(ug, live):
+    """A one-group model that takes minutes: a stage of llama405b-tp8pp4-32 with cross degrees (2, 1) just
+    below the best wiring's time (its proof runs past 120 s)."""
+    one = ug.kind(*ug.least)
+    return group_relays(one, 0, (2, 1), 0.0123040305, time_limit_s=60.0, live=live)
+
+
+@pytest.mark.parametrize("fail_after", [0.0, 1.5])
+def test_a_failure_stops_the_models_running_beside_it(fail_after):
+    # highspy's cancelSolve is a flag its interrupt callbacks read, off unless asked for: the models running
+    # beside a worker that fails (a deadline, Ctrl-C) used to run on to their own limit (60 s here); and a model
+    # a worker is still building when the failure lands (fail_after 0) must stop as soon as it starts
+    from solvers.stages import Live, parallel
+    _, ug = _llama32()
+    live = Live()
+
+    def run(item):
+        if item == "fail":
+            time.sleep(fail_after)
+            raise TimeoutError
+        return _slow_model(ug, live)
+
+    t0 = time.perf_counter()
+    with pytest.raises(TimeoutError):
+        parallel(run, ["fail", "slow"] if fail_after == 0 else ["slow", "fail"], 2, live)
+    assert time.perf_counter() - t0 < 20
+
+
+def test_ctrl_c_reaches_a_ring_probe(monkeypatch, ctrl_c_on):
+    # the first ring probe (the rest, alone) used to run in the main thread, inside HiGHS, where a SIGINT is
+    # not seen until the probe returns (up to an hour on llama405b-tp8pp4-32)
+    import os
+    import signal
+    import threading
+    from solvers import rings
+    p, ug = _llama32()
+    kinds = dict.fromkeys(zip(ug.out_b, ug.in_b))
+    table = {"1": math.inf, "2": math.inf, "11": 0.0, **{c: 1.0 for c in range(3, rings.RHO_C + 1)}, "more": 1.0}
+    monkeypatch.setattr(rings, "pattern_bounds", lambda ug, T, deadline, threads, live: {k: table for k in kinds})
+    monkeypatch.setattr(rings, "probe", lambda problem, ug, bl, T, case, rho, seconds, threads, live:
+                        (_slow_model(ug, live), "unsettled", None)[1:])
+    timer = threading.Timer(2.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+    t0 = time.perf_counter()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            rings.ring_bound(p, ug, 0.0123040305, time.perf_counter() + 300)
+    finally:
+        timer.cancel()
+    assert time.perf_counter() - t0 < 20
