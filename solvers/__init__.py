@@ -42,7 +42,7 @@ from synth.problem import EXACT_ROUTING_MAX, WiringProblem
 
 from . import baselines
 from .structured import heavy_pairs, near_moore, placed, relay_hubs
-from .bounds import LP_BOUND_MAX, best_bound
+from .bounds import LP_BOUND_MAX, best_bound, final_bound, instant_bound
 
 COUPLED_SHARE = 0.25   # of the time limit, for wiring one of the coupled groups (solvers/coupled.py)
 HUB_TRIES = 32        # relay-hubs and heavy-pairs draws, the one with the fewest byte-hops is the candidate
@@ -63,16 +63,24 @@ def _say(params: SolveParams, message: str) -> None:
 
 def _result(problem: WiringProblem, solver: str, wiring: Wiring, params: SolveParams, t0: float,
             limit: Limit = Limit.NONE, extra: dict | None = None, score_s: float | None = None,
-            score: tuple[float, str] | None = None) -> SolveResult:
+            score: tuple[float, str] | None = None, quick_bound: bool = False) -> SolveResult:
     """The answer for `wiring`, scored (unless `score` already holds its objective and routing) and bounded.
     The bound comes first and its time is taken from `score_s` (it does not depend on the wiring; at 576
     accelerators the relay count takes 0.7 s), so the answer is ready within the clock it was given."""
     t = time.perf_counter()
-    bound, named = best_bound(problem)
+    if quick_bound:         # after a Ctrl-C that may have cut the bounds' first run short: the instant one
+        named, cut = instant_bound(problem), True
+        bound = max(named.values())
+    else:
+        bound, named, cut = final_bound(problem)
     if score is None:
         score_s = score_s if score_s is not None else max(5.0, params.time_limit_s / 3)
-        score = problem.score(wiring, "best", max(0.5, score_s - (time.perf_counter() - t)))
-    objective, routing = score
+        objective, routing, hit = problem.score_or_quick(wiring, "best", max(0.5, score_s - (time.perf_counter() - t)))
+        cut = cut or hit
+    else:
+        objective, routing = score
+    if cut:                 # Ctrl-C while bounding or scoring: the answer stands, on the quick figures
+        limit = Limit.INTERRUPT
     bound = min(bound, objective)
     extra = {**(extra or {}), "routing": routing, "bounds": named}
     gap = 0.0 if not objective else 1.0 if not np.isfinite(objective) else (objective - bound) / objective
@@ -182,7 +190,7 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
     res = _result(problem, name, w, params, t0, limit,
                   {**(extra or {}), "moves_tried": tried, "moves_kept": kept}, score_s=score_s)
     if start_score is not None and start_score[0] < res.objective:
-        res = _result(problem, name, start, params, t0, limit,
+        res = _result(problem, name, start, params, t0, res.limit,
                       {**(extra or {}), "moves_tried": tried, "moves_kept": kept, "kept_start": True},
                       score=start_score)
     return res
@@ -324,10 +332,36 @@ def _search_from(problem: WiringProblem, params: SolveParams, t0: float, shape: 
     """`search`: the best quick start (baselines, the geometric and heavy-pairs constructions, and `start`,
     the coupled groups' wiring when there is one), improved by local search; relay hubs and, on skewed demand,
     the placed near-Moore wiring are scored beside it."""
+    cands: dict[str, Wiring] = {}
+    try:
+        name, begin, score, heavy, aside, aside_scores = _prepare(problem, params, shape, start, cands)
+    except KeyboardInterrupt:
+        # Ctrl-C before the search began (bounds, starts, scoring them): the best start built so far, timed by
+        # ECMP's routing (a second at most), rather than nothing
+        cands = cands or {"expander": baselines.expander(problem.layout, params.seed)}
+        if start is not None:
+            cands["coupled groups"] = start
+        scored = {k: problem.score(w, "ecmp") for k, w in cands.items()}
+        best = min(scored, key=lambda k: scored[k][0])
+        return _result(problem, "search", cands[best], params, t0, Limit.INTERRUPT,
+                       {"start": best, "moves_tried": 0, "moves_kept": 0},
+                       score=(scored[best][0], f"{scored[best][1]} (Ctrl-C before the search)"), quick_bound=True)
+    res = _search(problem, params, begin, "search", t0, {"start": name}, score,
+                  heavy[1] if name == "heavy pairs" else None)
+    for k, sc in sorted(aside_scores.items(), key=lambda kv: kv[1][0]):
+        if sc[0] < res.objective:
+            res = _result(problem, "search", aside[k], params, t0, res.limit,
+                          {"start": k, "moves_tried": 0, "moves_kept": 0}, score=sc)
+    return res
+
+
+def _prepare(problem: WiringProblem, params: SolveParams, shape: WiringProblem, start: Wiring | None, cands: dict):
+    """The search's bound and starts (into `cands` as they are built, so a Ctrl-C keeps them): returns the
+    start's name, wiring and score, the heavy-pairs answer, and the wirings scored beside the search."""
     bound, named = best_bound(problem)      # cached: the answer's bound later costs nothing
     _say(params, f"bound {bound:.6g} s ({max(named, key=named.get)})")
-    cands = {"expander": baselines.expander(problem.layout, params.seed),
-             "topoopt": baselines.topoopt(problem.traffic.bytes_, problem.layout, params.seed)}
+    cands["expander"] = baselines.expander(problem.layout, params.seed)
+    cands["topoopt"] = baselines.topoopt(problem.traffic.bytes_, problem.layout, params.seed)
     if problem.policy == "direct":     # the only start built to give every demand its own circuit
         cands["greedy"] = baselines.greedy(problem.traffic.bytes_, problem.layout, params.seed)
     # whole alternatives, scored exactly but not searched (`aside`): relay hubs, where the hop-count proxy
@@ -355,13 +389,7 @@ def _search_from(problem: WiringProblem, params: SolveParams, t0: float, shape: 
     if start is not None:
         cands["coupled groups"] = start
     name, begin, score = _scored_start(problem, params, cands)
-    res = _search(problem, params, begin, "search", t0, {"start": name}, score,
-                  heavy[1] if name == "heavy pairs" else None)
-    for k, sc in sorted(aside_scores.items(), key=lambda kv: kv[1][0]):
-        if sc[0] < res.objective:
-            res = _result(problem, "search", aside[k], params, t0, res.limit,
-                          {"start": k, "moves_tried": 0, "moves_kept": 0}, score=sc)
-    return res
+    return name, begin, score, heavy, aside, aside_scores
 
 
 def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = SolveParams()) -> SolveResult:

@@ -476,6 +476,22 @@ def _phases_bound(problem: WiringProblem, lp: bool) -> tuple[float, dict[str, fl
     return max(named.values()), dict(named)
 
 
+def instant_bound(problem: WiringProblem) -> dict[str, float]:
+    """A bound that takes no time, by name: injection for the time and hop objectives (the phases' weights
+    and the step's other terms make it no bound there: 0)."""
+    return {"injection": injection_bound(problem)} if problem.objective in ("time", "hops") else {"none": 0.0}
+
+
+def final_bound(problem: WiringProblem) -> tuple[float, dict[str, float], bool]:
+    """`best_bound` for a final answer: a Ctrl-C while it runs (the first call computes the relay count and
+    the LP relaxation) leaves `instant_bound`. Returns (bound, named bounds, interrupted)."""
+    try:
+        return (*best_bound(problem), False)
+    except KeyboardInterrupt:
+        named = instant_bound(problem)
+        return max(named.values()), named, True
+
+
 def best_bound(problem: WiringProblem, lp: bool = True) -> tuple[float, dict[str, float]]:
     """The best (largest) lower bound and each named bound."""
     if problem.objective == "phases":

@@ -42,7 +42,7 @@ from synth.formats import quiet_stdout as _quiet_stdout
 from synth.model import Limit, SolveParams, SolveResult, SolveStatus, Wiring
 from synth.problem import WiringProblem
 
-from .bounds import ProblemCache, best_bound
+from .bounds import ProblemCache, best_bound, final_bound
 from .ctrl_c import CpsatCtrlC, HighsCtrlC
 
 EXACT_MAX = 64   # accelerators; beyond this the exact models are not built
@@ -109,14 +109,18 @@ def _finish(problem: WiringProblem, solver: str, version: str, params: SolvePara
             status: SolveStatus, limit: Limit, wiring: Wiring | None, model_bound: float | None,
             extra: dict) -> SolveResult:
     """Score the wiring with the canonical objective and attach the best valid bound."""
-    bound, named = best_bound(problem)
+    bound, named, cut = final_bound(problem)
     if model_bound is not None:
         named["model"] = model_bound
         bound = max(bound, model_bound)
     objective = None
     if wiring is not None:
-        objective, routing = problem.score(wiring, "best", max(1.0, params.time_limit_s - (time.perf_counter() - t0)))
+        objective, routing, hit = problem.score_or_quick(wiring, "best",
+                                                         max(1.0, params.time_limit_s - (time.perf_counter() - t0)))
         extra = {**extra, "routing": routing}
+        if cut or hit:          # Ctrl-C while bounding or scoring: the answer stands, on the quick figures
+            limit = Limit.INTERRUPT
+            status = SolveStatus.FEASIBLE if status == SolveStatus.OPTIMAL else status
         if status == SolveStatus.OPTIMAL:
             bound = max(bound, min(objective, extra.get("model_objective", objective)))
         bound = min(bound, objective)

@@ -162,6 +162,16 @@ class WiringProblem:
         return Network.from_pairs("ocs", self.accelerators, self.accelerators, np.stack([i, j], axis=1),
                                   adj[i, j] * self.port_bytes_per_s, self.link_latency_us)
 
+    def score_or_quick(self, wiring: Wiring, routing: str = "best", time_limit_s: float = 20.0) -> tuple[float, str, bool]:
+        """`score` for a final answer: a Ctrl-C while it runs (its LPs and multi-path routing can take tens of
+        seconds) falls back to ECMP's routing, a valid time for the wiring that takes a second, so the answer
+        is never lost. Returns (objective, routing used, interrupted)."""
+        try:
+            return (*self.score(wiring, routing, time_limit_s), False)
+        except KeyboardInterrupt:
+            objective, how = self.score(wiring, "ecmp", time_limit_s)
+            return objective, f"{how} (Ctrl-C while scoring)", True
+
     def score(self, wiring: Wiring, routing: str = "auto", time_limit_s: float = 20.0) -> tuple[float, str]:
         """(objective value, routing used) of a wiring; inf when a demand has no path. `routing` for the
         time objective: "optimal" (LP), "mwu" (multiplicative-weights multi-path, large instances),

@@ -1,5 +1,6 @@
 """One shared suite for every wiring back-end (as PuLP's solver_common): same instances, same assertions."""
 import json
+import math
 import re
 import time
 
@@ -994,3 +995,46 @@ def test_highs_ctrl_c_sees_a_sigint_while_the_main_thread_is_inside_c(ctrl_c_on)
         helper.join()
     assert c.hit and seen[0] < min(1.0, busy), (seen, busy)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+@pytest.mark.parametrize("solver", ["search", "milp", "cpsat", "expander"])
+def test_ctrl_c_while_scoring_keeps_the_answer(monkeypatch, solver):
+    # the final answer's routing LP or multi-path routing can take tens of seconds; a Ctrl-C there used to end
+    # the command with nothing written (exit 130): now the answer stands, timed by ECMP, marked "interrupt"
+    from synth.problem import WiringProblem
+    real = WiringProblem.score
+
+    def score(self, wiring, routing="auto", time_limit_s=20.0):
+        if routing == "best":
+            raise KeyboardInterrupt
+        return real(self, wiring, routing, time_limit_s)
+
+    monkeypatch.setattr(WiringProblem, "score", score)
+    rng = np.random.default_rng(5)
+    t = rng.integers(0, 4, (8, 8)).astype(float) * 1e6
+    np.fill_diagonal(t, 0)
+    p = problem(t, 3)
+    res = wire(p, solver, SolveParams(time_limit_s=10))
+    assert res.limit.value == "interrupt" and res.status == SolveStatus.FEASIBLE
+    assert res.artifact is not None and not wiring_violations(res.artifact)
+    assert res.bound <= res.objective < math.inf
+    assert res.objective >= real(p, res.artifact, "optimal")[0] * (1 - 1e-9)      # ECMP or a start's score
+
+
+@pytest.mark.parametrize("where", ["_scored_start", "best_bound"])
+def test_ctrl_c_before_the_search_keeps_a_start(monkeypatch, where):
+    # before the search begins (the bounds, the starts and their scores: seconds on large instances) a Ctrl-C
+    # used to leave nothing; now the best start built so far is the answer, timed by ECMP
+    import solvers
+
+    def stop(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(solvers, where, stop)
+    rng = np.random.default_rng(21)
+    t = rng.random((24, 24)) * 1e6
+    np.fill_diagonal(t, 0)
+    res = wire(problem(t, 4), "search", SolveParams(time_limit_s=10))
+    assert res.limit.value == "interrupt" and res.status == SolveStatus.FEASIBLE
+    assert res.artifact is not None and not wiring_violations(res.artifact)
+    assert "before the search" in res.artifact.solve["routing"] and res.bound <= res.objective < math.inf
