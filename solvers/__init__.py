@@ -69,8 +69,7 @@ def _result(problem: WiringProblem, solver: str, wiring: Wiring, params: SolvePa
     accelerators the relay count takes 0.7 s), so the answer is ready within the clock it was given."""
     t = time.perf_counter()
     if quick_bound:         # after a Ctrl-C that may have cut the bounds' first run short: the instant one
-        named, cut = instant_bound(problem), True
-        bound = max(named.values())
+        (bound, named), cut = instant_bound(problem), True
     else:
         bound, named, cut = final_bound(problem)
     if score is None:

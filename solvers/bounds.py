@@ -476,10 +476,11 @@ def _phases_bound(problem: WiringProblem, lp: bool) -> tuple[float, dict[str, fl
     return max(named.values()), dict(named)
 
 
-def instant_bound(problem: WiringProblem) -> dict[str, float]:
-    """A bound that takes no time, by name: injection for the time and hop objectives (the phases' weights
-    and the step's other terms make it no bound there: 0)."""
-    return {"injection": injection_bound(problem)} if problem.objective in ("time", "hops") else {"none": 0.0}
+def instant_bound(problem: WiringProblem) -> tuple[float, dict[str, float]]:
+    """A bound that takes no time and each named one, as `best_bound`: injection for the time and hop
+    objectives (the phases' weights and the step's other terms make it no bound there: 0)."""
+    named = {"injection": injection_bound(problem)} if problem.objective in ("time", "hops") else {"none": 0.0}
+    return max(named.values()), named
 
 
 def final_bound(problem: WiringProblem) -> tuple[float, dict[str, float], bool]:
@@ -488,8 +489,7 @@ def final_bound(problem: WiringProblem) -> tuple[float, dict[str, float], bool]:
     try:
         return (*best_bound(problem), False)
     except KeyboardInterrupt:
-        named = instant_bound(problem)
-        return max(named.values()), named, True
+        return (*instant_bound(problem), True)
 
 
 def best_bound(problem: WiringProblem, lp: bool = True) -> tuple[float, dict[str, float]]:

@@ -49,8 +49,8 @@ bounds) is positive, no wiring reaches T (`net_test`), and `groups_bound` search
 No cases are enumerated, so the test covers any number of circuits between the groups; it does not see
 which groups the circuits join. On llama405b-tp8pp4-32 every group needs circuits across, each costs an
 accelerator a port of its group's all-to-all, and relaying through the other groups costs them what it saves.
-The exact back-ends try `solvers.rings` first (whole-instance case probes on the graph of the groups, which
-see it) and keep the net test for what those leave open.
+The exact back-ends run it first and then `solvers.rings` (whole-instance case probes on the graph of the
+groups, which see it) in the time left, which can only raise its bound.
 
 Applies when the demand is k >= 2 identical groups (`solvers.coupled.coupled_groups`) with uniform demand
 inside, the same ports at every accelerator and the same crossing bytes out of (and into) every
