@@ -11,6 +11,7 @@ import io
 import json
 import math
 import os
+import stat
 import tempfile
 from typing import Any, Mapping
 
@@ -60,14 +61,27 @@ def check_output_path(path: str | os.PathLike) -> str:
     return path
 
 
+def _file_mode(path: str) -> int:
+    """The mode a plain write would leave at `path`: the file's own when it exists, else 0o666 less the
+    umask (a temporary file is created 0o600, which an OCS controller running as another user cannot read)."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        mask = os.umask(0o022)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
 def atomic_write(path: str | os.PathLike, data: bytes | str) -> str:
-    """Write `data` to `path` through a temporary file in the same folder and a rename."""
+    """Write `data` to `path` through a temporary file in the same folder and a rename; the file gets the
+    mode a plain write would give it."""
     path = check_output_path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.basename(path), dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), _file_mode(path))
             fh.write(payload)
             fh.flush()
             os.fsync(fh.fileno())

@@ -150,6 +150,22 @@ def test_atomic_write_never_leaves_partial_file(tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == ["out.json"]
 
 
+def test_atomic_write_gives_the_mode_of_a_plain_write(tmp_path):
+    # the temporary file is created 0o600; a wiring or cross-connect table read by a controller running as
+    # another user must get what open() would give: 0o666 less the umask, or the mode of the file it replaces
+    mask = os.umask(0o027)
+    try:
+        new = atomic_write(str(tmp_path / "new.json"), "x")
+        assert os.stat(new).st_mode & 0o777 == 0o640
+    finally:
+        os.umask(mask)
+    old = tmp_path / "old.json"
+    old.write_text("before")
+    os.chmod(old, 0o604)
+    atomic_write(str(old), "after")
+    assert os.stat(old).st_mode & 0o777 == 0o604 and old.read_text() == "after"
+
+
 def test_output_into_missing_folder(tmp_path):
     with pytest.raises(InvalidInput, match="does not exist"):
         atomic_write(str(tmp_path / "no" / "f.json"), "x")
