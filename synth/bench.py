@@ -74,6 +74,37 @@ def bench_flow(nodes: int = 1024, degree: int = 4, flows: int = 100_000, seed: i
             "total_s_median": statistics.median(r["total_s"] for r in runs)}
 
 
+def bench_routing(instance_path: str, wiring=None, rounds: int = 60, seed: int = 0) -> dict[str, Any]:
+    """Multiplicative-weights routing of an instance's decode traffic on `wiring` (default: the expander
+    baseline with `seed`), `rounds` rounds alone and with the helper process (`synth.routing`, started
+    before the clock), and whether both gave the same bits."""
+    from solvers.baselines import expander
+    from .instance import load_instance
+    from .problem import WiringProblem
+    from .routing import _Helper, mwu_routing
+    from .workload import build_workload
+    inst = load_instance(instance_path)
+    prob = WiringProblem.from_instance(inst, build_workload(inst).traffic)
+    w = wiring if wiring is not None else expander(prob.layout, seed=seed)
+    net = prob.network(w)
+    dem = prob.traffic.bytes_
+    t = time.perf_counter()
+    _Helper.warm()
+    start_s = time.perf_counter() - t
+    out: dict[str, Any] = {"instance": inst.name, "links": net.links, "sources": int((dem.sum(axis=1) > 0).sum()),
+                           "rounds": rounds, "helper_start_s": round(start_s, 3)}
+    answers = {}
+    for workers in (1, 2):
+        t = time.perf_counter()
+        theta, loads, run = mwu_routing(net, dem, rounds=rounds, time_limit_s=float("inf"), seed=seed,
+                                        workers=workers)
+        out[f"workers_{workers}_s"] = round(time.perf_counter() - t, 3)
+        answers[workers] = (theta, loads.tobytes(), run)
+    out.update(time_s=answers[1][0], same_bits=answers[1] == answers[2],
+               speedup=round(out["workers_1_s"] / out["workers_2_s"], 2))
+    return out
+
+
 SUITE_KEYS = {"name", "source", "ports", "port_bandwidth_gbps", "objective", "optimum", "bound", "best_known",
               "tolerance", "note", "small"}
 

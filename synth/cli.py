@@ -800,6 +800,22 @@ def bench_flow_cmd(nodes: int, degree: int, flows: int, seed: int, repeat: int) 
     echo_json({**bench_flow(nodes, degree, flows, seed, repeat), "machine": machine()})
 
 
+@bench.command("routing")
+@click.argument("instance", type=click.Path(dir_okay=False, path_type=str),
+                default="instances/decode/moe5t-576.toml")
+@click.option("--wiring", "wiring_path", type=click.Path(dir_okay=False, path_type=str),
+              help="Wiring file (default: the expander baseline).")
+@click.option("--rounds", default=60, show_default=True, type=click.IntRange(1))
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(0))
+@handles_errors
+def bench_routing_cmd(instance: str, wiring_path: str | None, rounds: int, seed: int) -> None:
+    """Time multi-path (MWU) routing of an instance's traffic alone and with its helper process."""
+    from .bench import bench_routing, machine
+    from .instance import load_instance
+    wiring = _wiring_for(load_instance(instance), "ocs", wiring_path, {}) if wiring_path else None
+    echo_json({**bench_routing(instance, wiring, rounds, seed), "machine": machine()})
+
+
 @bench.command("wire")
 @click.option("--suite", "suite", default="instances/wiring/suite.toml", show_default=True,
               type=click.Path(dir_okay=False, path_type=str))

@@ -38,6 +38,7 @@ EXACT_ROUTING_MAX = 48    # accelerators: the routing LP always (a few seconds a
 ARC_LP_MAX_COLUMNS = 100_000   # destinations x links: below this the arc LP certifies a path LP that did not
 PATH_LP_MAX_LINKS = 3000  # directed links: final answers get MWU + path LP + column generation (its dense
                           # capacity block grows as links^2: 2,592 links (144 x 18) take 9 s, 5,184 minutes)
+MWU_SCORE_ROUNDS = 1000   # rounds at most of a score by MWU alone (beyond PATH_LP_MAX_LINKS): the clock decides
 
 
 @dataclass(frozen=True, eq=False)
@@ -231,5 +232,5 @@ class WiringProblem:
                     pass
             return (theta, how) if theta <= ecmp else (ecmp, "ecmp")
         from .routing import mwu_routing
-        theta, _, rounds = mwu_routing(net, dem, rounds=300, time_limit_s=left)
+        theta, _, rounds = mwu_routing(net, dem, rounds=MWU_SCORE_ROUNDS, time_limit_s=left)
         return min(theta, ecmp), f"mwu ({rounds} rounds)"

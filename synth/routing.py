@@ -17,6 +17,11 @@ for all the block's demands at once through the predecessor matrix.
 """
 from __future__ import annotations
 
+import atexit
+import os
+import subprocess
+import sys
+import threading
 import time
 from typing import Callable
 
@@ -28,28 +33,195 @@ from .network import Network
 
 MWU_BLOCKS = 8          # source blocks per round, the lengths updated after each
 AVERAGE_POWER = 0.5     # round k weighs k ** AVERAGE_POWER in the averaged routing
+HELPER_MIN_WORK = 1_000_000   # sources x links from which a helper process runs half of every block (its start: 0.7 s)
 
 
-def _path_loads(net: Network, pred: np.ndarray, s: np.ndarray, d: np.ndarray, amount: np.ndarray,
+def _path_loads(links: int, rows: np.ndarray, r: np.ndarray, s: np.ndarray, d: np.ndarray, amount: np.ndarray,
                 eid: np.ndarray) -> np.ndarray:
-    # accumulated hop by hop, not through _path_links: the MWU hot path (13% faster on moe5t-576)
-    loads = np.zeros(net.links)
+    """Loads of the demands s -> d (`amount`) along the shortest-path trees `rows` (predecessors; source
+    s's tree is row r). Accumulated hop by hop, not through _path_links: the MWU hot path (13% faster on
+    moe5t-576)."""
+    loads = np.zeros(links)
     cur = d.copy()
     alive = cur != s
     while alive.any():
-        prev = pred[s[alive], cur[alive]]
+        prev = rows[r[alive], cur[alive]]
         e = eid[prev, cur[alive]]
-        loads += np.bincount(e, weights=amount[alive], minlength=net.links)
+        loads += np.bincount(e, weights=amount[alive], minlength=links)
         cur[alive] = prev
         alive = cur != s
     return loads
 
 
+class _Halves:
+    """The work of one MWU round split into blocks of sources, each block in two halves: half h of block k
+    is a Dijkstra from its sources under the current lengths and its demands' loads along the paths. A
+    block's loads are always half 0 + half 1, in that order, so a round gives the same bits whether the
+    halves run one after another or in two processes (`_Helper`). Built from arrays alone (what a helper
+    process is sent): links `src -> dst` on `nodes` nodes, demands `s -> d` of `amount`, the blocks."""
+
+    def __init__(self, nodes: int, src: np.ndarray, dst: np.ndarray, s: np.ndarray, d: np.ndarray,
+                 amount: np.ndarray, blocks: list[np.ndarray]) -> None:
+        self.links = int(src.size)
+        self.eid = np.full((nodes, nodes), -1, dtype=np.int64)
+        self.eid[src, dst] = np.arange(self.links)
+        # one CSR structure; each Dijkstra gets the current lengths in its order (the links are distinct pairs)
+        self.g = sp.csr_matrix((np.arange(1, self.links + 1, dtype=np.float64), (src, dst)), shape=(nodes, nodes))
+        self.order = self.g.data.astype(np.int64) - 1
+        row = np.zeros(nodes, dtype=np.int64)
+        self.work = []
+        for b in blocks:
+            halves = []
+            for half in np.array_split(b, 2):
+                mine = np.isin(s, half)
+                row[half] = np.arange(half.size)
+                halves.append((half, row[s[mine]], s[mine], d[mine], amount[mine]))
+            self.work.append(halves)
+
+    def run(self, k: int, h: int, length: np.ndarray, want_rows: bool = False):
+        """(loads, the half's predecessor rows or None) of half `h` of block `k` under link lengths `length`."""
+        half, r, s, d, amount = self.work[k][h]
+        self.g.data = length[self.order]
+        _, rows = dijkstra(self.g, directed=True, indices=half, return_predecessors=True)
+        return _path_loads(self.links, rows, r, s, d, amount, self.eid), (rows if want_rows else None)
+
+
+def _helper_main() -> None:
+    """A helper process's loop over pickled messages on stdin: ("setup", arrays of `_Halves`), then ("run",
+    k, lengths, want rows) -> (loads, rows) of half 1 of block k on stdout, ("ping",) -> "ready", until
+    stdin closes."""
+    import pickle
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    halves = None
+    while True:
+        try:
+            msg = pickle.load(inp)
+        except (EOFError, OSError):
+            return
+        if msg[0] == "setup":
+            halves = _Halves(*msg[1:])
+            continue
+        answer = "ready" if msg[0] == "ping" else halves.run(msg[1], 1, msg[2], msg[3])
+        pickle.dump(answer, out, protocol=pickle.HIGHEST_PROTOCOL)
+        out.flush()
+
+
+class _Helper:
+    """A second process for the second half of every block (scipy's Dijkstra holds the GIL, so threads
+    would not run at once): a Python started on `_helper_main` in a session of its own (a Ctrl-C at the
+    terminal reaches only this process, which stops it; multiprocessing's spawn would re-run the caller's
+    main script in it). Started on first use and kept for the next routings; one caller at a time, others run
+    both halves themselves. A helper that fails, or whose answer an exception left unread, is stopped, and the
+    caller does the half itself (the next routing starts a new one)."""
+    _lock = threading.Lock()
+    _proc = None
+
+    def __init__(self) -> None:
+        self.ok = True
+        self.pending = False      # asked, answer not read yet
+
+    @classmethod
+    def _started(cls) -> bool:
+        """The process is running (started now if not); the caller holds the lock."""
+        if cls._proc is None or cls._proc.poll() is not None:
+            try:
+                cls._proc = subprocess.Popen(
+                    [sys.executable, "-c", "from synth.routing import _helper_main; _helper_main()"],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True,
+                    env={**os.environ, "OMP_NUM_THREADS": "1"})
+            except OSError:                        # no processes here: the caller runs alone
+                cls._proc = None
+        return cls._proc is not None
+
+    @classmethod
+    def warm(cls) -> bool:
+        """Start the helper and wait until it answers (a benchmark times the routings without its start);
+        False if it cannot."""
+        with cls._lock:
+            if not cls._started():
+                return False
+            helper = cls()
+            helper._send(("ping",))
+            helper.pending = helper.ok
+            return helper.ok and helper.answer() == "ready"
+
+    @classmethod
+    def acquire(cls, arrays: tuple) -> "_Helper | None":
+        """The helper, set up for `_Halves(*arrays)`, or None (busy, or no process could be started)."""
+        if not cls._lock.acquire(blocking=False):
+            return None
+        if not cls._started():
+            cls._lock.release()
+            return None
+        helper = cls()
+        helper._send(("setup", *arrays))
+        return helper if helper.ok else helper.release()
+
+    def _send(self, msg) -> None:
+        import pickle
+        try:
+            pickle.dump(msg, self._proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            self._proc.stdin.flush()
+        except OSError:
+            self.ok = False
+
+    def ask(self, k: int, length: np.ndarray, want_rows: bool) -> bool:
+        """Start half 1 of block `k` in the helper; False when it cannot take it."""
+        if self.ok:
+            self._send(("run", k, length, want_rows))
+            self.pending = self.ok
+        return self.ok
+
+    def answer(self):
+        """What the helper computed, or None when it failed (the caller computes it)."""
+        import pickle
+        try:
+            out = pickle.load(self._proc.stdout)
+        except (EOFError, OSError, pickle.UnpicklingError):
+            self.ok = False
+            return None
+        self.pending = False
+        return out
+
+    def release(self) -> None:
+        """Let the next caller have the helper; one that failed or has an answer unread (an exception between
+        `ask` and `answer`) is stopped."""
+        cls = type(self)
+        try:
+            if not self.ok or self.pending:
+                cls.stop()
+        finally:
+            cls._lock.release()
+
+    @classmethod
+    def stop(cls) -> None:
+        if cls._proc is not None:
+            cls._proc.kill()
+            cls._proc.wait()
+            for f in (cls._proc.stdin, cls._proc.stdout):
+                f.close()
+            cls._proc = None
+
+
+atexit.register(_Helper.stop)
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:         # not on Linux
+        return os.cpu_count() or 1
+
+
 def mwu_routing(net: Network, demand: np.ndarray, rounds: int = 60, time_limit_s: float = 30.0,
                 eta: float = 1.0, progress: Callable[[str], None] | None = None,
                 lengths_out: list | None = None, preds_out: list | None = None, jitter: float = 1e-3,
-                seed: int = 0, blocks: int = MWU_BLOCKS) -> tuple[float, np.ndarray, int]:
+                seed: int = 0, blocks: int = MWU_BLOCKS, workers: int | None = None) -> tuple[float, np.ndarray, int]:
     """(time, link loads in bytes, rounds run) of the averaged MWU routing of `demand`.
+
+    `workers`: 2 runs the second half of every block in a helper process (`_Helper`), 1 runs alone, None
+    picks 2 when this process has two cores and the routing is big enough to repay the helper's start
+    (HELPER_MIN_WORK); the answer is the same bits either way.
 
     >>> import numpy as np
     >>> ring = Network.from_pairs("ring", 4, 4, [(0, 1), (1, 2), (2, 3), (3, 0)], 1.0, 0.0)
@@ -61,8 +233,6 @@ def mwu_routing(net: Network, demand: np.ndarray, rounds: int = 60, time_limit_s
     n = net.accelerators
     s, d = np.nonzero(demand[:n, :n] > 0)
     amount = demand[s, d]
-    eid = np.full((net.nodes, net.nodes), -1, dtype=np.int64)
-    eid[net.src, net.dst] = np.arange(net.links)
     cap = net.capacity_bps
     # Equal lengths make every round's shortest paths follow Dijkstra's tie order, which on a structured
     # graph (many equal shortest paths) piles the first rounds onto the same links; a tiny seeded jitter
@@ -73,36 +243,47 @@ def mwu_routing(net: Network, demand: np.ndarray, rounds: int = 60, time_limit_s
     best = (np.inf, None)
     run = 0
     srcs = np.unique(s)
-    parts = [(b, np.isin(s, b)) for b in np.array_split(rng.permutation(srcs), min(blocks, max(srcs.size, 1)))]
+    parts = np.array_split(rng.permutation(srcs), min(blocks, max(srcs.size, 1)))
+    arrays = (net.nodes, net.src, net.dst, s, d, amount, parts)
+    halves = _Halves(*arrays)
+    if workers is None:
+        workers = 2 if _cores() >= 2 and srcs.size * net.links >= HELPER_MIN_WORK and rounds >= 10 else 1
+    helper = _Helper.acquire(arrays) if workers >= 2 and srcs.size >= 2 else None
     scale = None         # a whole round's largest utilization (the last round's), which normalizes the steps
-    pred = np.empty((net.nodes, net.nodes), dtype=np.int64)
-    # one CSR structure; each Dijkstra gets the current lengths in its order (the links are distinct pairs)
-    g = sp.csr_matrix((np.arange(1, net.links + 1, dtype=np.float64), (net.src, net.dst)), shape=(net.nodes, net.nodes))
-    order = g.data.astype(np.int64) - 1
-    for run in range(1, rounds + 1):
-        loads = np.zeros(net.links)
-        for b, mine in parts:
-            g.data = length[order]
-            _, pred[b] = dijkstra(g, directed=True, indices=b, return_predecessors=True)
-            part = _path_loads(net, pred, s[mine], d[mine], amount[mine], eid)
-            loads += part
-            if scale is None:        # the first block: its share of a round, scaled up
-                scale = max(float((part / cap).max()) * len(parts), 1e-300)
-            length = length * np.exp(eta * (part / cap) / scale)
-            length /= length.min() * cap.min()  # keep numbers in range; only ratios matter
-        if preds_out is not None:   # every round's shortest-path trees: sampling one per demand rounds the average
-            preds_out.append(pred[:n, :n].astype(np.int16 if net.nodes < 2 ** 15 else np.int32))
-        scale = max(float((loads / cap).max()), 1e-300)
-        w = run ** AVERAGE_POWER
-        total += w * loads
-        weights += w
-        avg_theta = float((total / weights / cap).max())
-        if avg_theta < best[0]:
-            best = (avg_theta, total / weights)
-        if progress and run % 10 == 0:
-            progress(f"routing round {run}: {avg_theta:.4g} s")
-        if time.perf_counter() - t0 > time_limit_s:
-            break
+    pred = np.empty((net.nodes, net.nodes), dtype=np.int64) if preds_out is not None else None
+    want = pred is not None
+    try:
+        for run in range(1, rounds + 1):
+            loads = np.zeros(net.links)
+            for k, blk in enumerate(halves.work):
+                asked = helper is not None and helper.ask(k, length, want)
+                part, rows0 = halves.run(k, 0, length, want)
+                answer = helper.answer() if asked else None
+                part1, rows1 = answer if answer is not None else halves.run(k, 1, length, want)
+                part = part + part1
+                if want:
+                    pred[blk[0][0]], pred[blk[1][0]] = rows0, rows1
+                loads += part
+                if scale is None:        # the first block: its share of a round, scaled up
+                    scale = max(float((part / cap).max()) * len(halves.work), 1e-300)
+                length = length * np.exp(eta * (part / cap) / scale)
+                length /= length.min() * cap.min()  # keep numbers in range; only ratios matter
+            if preds_out is not None:   # every round's shortest-path trees: sampling one per demand rounds the average
+                preds_out.append(pred[:n, :n].astype(np.int16 if net.nodes < 2 ** 15 else np.int32))
+            scale = max(float((loads / cap).max()), 1e-300)
+            w = run ** AVERAGE_POWER
+            total += w * loads
+            weights += w
+            avg_theta = float((total / weights / cap).max())
+            if avg_theta < best[0]:
+                best = (avg_theta, total / weights)
+            if progress and run % 10 == 0:
+                progress(f"routing round {run}: {avg_theta:.4g} s")
+            if time.perf_counter() - t0 > time_limit_s:
+                break
+    finally:
+        if helper is not None:
+            helper.release()
     if lengths_out is not None:   # the final congestion-aware link lengths, for callers that need paths
         lengths_out.append(length)
     return best[0], best[1], run

@@ -1,0 +1,104 @@
+"""Multiplicative-weights routing with its helper process: the same bits with or without it, and a helper
+that dies or is left mid-block never changes or loses an answer."""
+import networkx as nx
+import numpy as np
+import pytest
+
+from synth import routing
+from synth.network import Network
+from synth.routing import _Helper, mwu_routing
+
+
+@pytest.fixture(scope="module")
+def case():
+    g = nx.random_regular_graph(5, 40, seed=3)
+    e = np.array(list(g.edges()))
+    net = Network.from_pairs("g", 40, 40, e, 100e9, 0.15)
+    rng = np.random.default_rng(1)
+    dem = rng.integers(0, 4, (40, 40)).astype(float) * 1e6
+    np.fill_diagonal(dem, 0)
+    return net, dem
+
+
+def route(net, dem, workers):
+    preds: list = []
+    lengths: list = []
+    theta, loads, run = mwu_routing(net, dem, rounds=6, time_limit_s=1e9, workers=workers, preds_out=preds,
+                                    lengths_out=lengths, seed=5)
+    return theta, loads, run, np.stack(preds), lengths[0]
+
+
+def same(a, b) -> None:
+    assert a[0] == b[0] and a[2] == b[2]
+    for x, y in zip(a[1:], b[1:]):
+        assert np.array_equal(x, y)
+
+
+def test_helper_gives_the_same_bits(case):
+    alone = route(*case, workers=1)
+    assert _Helper._proc is None or _Helper._proc.poll() is None
+    helped = route(*case, workers=2)
+    assert _Helper._proc is not None and _Helper._proc.poll() is None       # it ran, and is kept
+    same(alone, helped)
+    same(alone, route(*case, workers=2))                                    # reused
+
+
+def test_a_dead_helper_is_replaced_by_the_caller(case):
+    alone = route(*case, workers=1)
+    route(*case, workers=2)
+    _Helper._proc.kill()             # dies between routings: the next one starts another
+    _Helper._proc.wait()
+    same(alone, route(*case, workers=2))
+
+    calls = {"n": 0}
+    run = routing._Halves.run
+
+    def dies_mid_round(self, k, h, length, want_rows=False):
+        calls["n"] += 1
+        if calls["n"] == 3:          # in the second block, after the helper was asked
+            _Helper._proc.kill()
+            _Helper._proc.wait()
+        return run(self, k, h, length, want_rows)
+    routing._Halves.run = dies_mid_round
+    try:
+        same(alone, route(*case, workers=2))
+    finally:
+        routing._Halves.run = run
+    assert _Helper._proc is None     # dropped; the next routing starts a new one
+    same(alone, route(*case, workers=2))
+
+
+def test_an_exception_between_ask_and_answer_stops_the_helper(case, monkeypatch):
+    alone = route(*case, workers=1)
+    calls = {"n": 0}
+    run = routing._Halves.run
+
+    def interrupted(self, k, h, length, want_rows=False):
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise KeyboardInterrupt
+        return run(self, k, h, length, want_rows)
+    monkeypatch.setattr(routing._Halves, "run", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        route(*case, workers=2)
+    assert _Helper._proc is None     # its answer was never read: a stale one must not reach the next caller
+    monkeypatch.setattr(routing._Halves, "run", run)
+    same(alone, route(*case, workers=2))
+
+
+def test_bench_routing_reports_the_same_bits_and_rejects_bad_input(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from synth.cli import main
+    r = CliRunner().invoke(main, ["bench", "routing", "instances/decode/llama405b-tp8pp2-16.toml", "--rounds", "3"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["same_bits"] is True and out["rounds"] == 3 and out["links"] > 0
+    r = CliRunner().invoke(main, ["bench", "routing", str(tmp_path / "none.toml")])
+    assert r.exit_code == 2 and "none.toml" in r.stderr and r.stderr.count("\n") == 1
+    bad = tmp_path / "w.json"
+    bad.write_text("{")
+    r = CliRunner().invoke(main, ["bench", "routing", "instances/decode/llama405b-tp8pp2-16.toml", "--wiring", str(bad)])
+    assert r.exit_code == 2 and "w.json" in r.stderr and r.stderr.count("\n") == 1
