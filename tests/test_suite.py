@@ -15,6 +15,15 @@ def test_suite_file_is_well_formed():
         assert "optimum" in c or "bound" in c, c["name"]
 
 
+def test_every_shipped_instance_has_a_recorded_bound():
+    # the target: every instance in instances/ has a wiring with its bound and gap, checked by bench wire
+    import glob
+    cases = load_suite("instances/wiring/suite.toml")
+    recorded = {c["source"] for c in cases if c["objective"] == "time"}
+    shipped = set(glob.glob("instances/decode/*.toml")) | set(glob.glob("instances/traffic/*.npy"))
+    assert shipped and shipped <= recorded, sorted(shipped - recorded)
+
+
 @pytest.mark.parametrize("name", FAST)
 def test_exact_backends_reach_the_recorded_optimum(name):
     rows = bench_wire("instances/wiring/suite.toml", ["milp:highs", "milp:cbc", "cpsat"], 60, names=[name])
