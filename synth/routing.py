@@ -125,10 +125,13 @@ class _Helper:
         """The process is running (started now if not); the caller holds the lock."""
         if cls._proc is None or cls._proc.poll() is not None:
             try:
+                # it imports this package from where the caller did, installed or not
+                root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+                path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
                 cls._proc = subprocess.Popen(
                     [sys.executable, "-c", "from synth.routing import _helper_main; _helper_main()"],
                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True,
-                    env={**os.environ, "OMP_NUM_THREADS": "1"})
+                    env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": path})
             except OSError:                        # no processes here: the caller runs alone
                 cls._proc = None
         return cls._proc is not None
