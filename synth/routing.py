@@ -202,7 +202,10 @@ class _Helper:
             cls._proc.kill()
             cls._proc.wait()
             for f in (cls._proc.stdin, cls._proc.stdout):
-                f.close()
+                try:
+                    f.close()
+                except OSError:           # a message still buffered for the dead process: dropped
+                    pass
             cls._proc = None
 
 
