@@ -166,7 +166,7 @@ def test_cpsat_probe_rules_out_many_circuits_between_the_stages():
 def test_an_answer_the_bound_proves_is_optimal_with_no_limit(solver):
     # the ring wiring meets the injection bound: the clock that ended the search cut nothing that mattered
     t = np.load("instances/wiring/ring8.npy")
-    res = wire(problem(t, 2), solver, SolveParams(time_limit_s=3))
+    res = wire(problem(t, 2), solver, SolveParams(time_limit_s=1))
     assert res.status == SolveStatus.OPTIMAL and res.limit == Limit.NONE and res.artifact.solve["limit"] == "none"
 
 
