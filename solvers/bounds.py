@@ -175,22 +175,19 @@ def level_hop_bytes(problem: WiringProblem) -> float:
     ports = problem.layout.capacity.sum(axis=1)
     dmax = int(ports.max())
     total = float(t.sum())
+    lvs = {int(deg): moore_levels(int(deg), dmax, n - 1) for deg in np.unique(ports)}
+    ks = np.arange(1, max(int(lv.max(initial=0)) for lv in lvs.values()) + 1)
     within = []
     for mat in (t, t.T):
         cum = np.cumsum(-np.sort(-mat, axis=1)[:, : n - 1], axis=1)
-        per_level = []
-        for deg in np.unique(ports):
-            rows = np.flatnonzero(ports == deg)
-            lv = moore_levels(int(deg), dmax, n - 1) if n > 1 else np.zeros(0, dtype=np.int64)
-            reach = np.searchsorted(lv, np.arange(1, int(lv.max(initial=0)) + 1), side="right")  # nodes within k
-            per_level.append(cum[np.ix_(rows, reach - 1)].sum(axis=0) if reach.size else np.zeros(0))
-        levels = max((x.size for x in per_level), default=0)
-        within.append(sum(np.pad(x, (0, levels - x.size), constant_values=x[-1] if x.size else 0.0)
-                          for x in per_level) if per_level else np.zeros(0))
+        w = np.zeros(ks.size)
+        for deg, lv in lvs.items():       # nodes within k hops of each row (all of them past its last level)
+            w += cum[np.ix_(np.flatnonzero(ports == deg), np.searchsorted(lv, ks, side="right") - 1)].sum(axis=0)
+        within.append(w)
     bound = np.minimum(*within)
     if bound.size:
         bound[0] = min(bound[0], adjacent_bytes(problem))
-    _LEVELS_CACHE[problem] = out = total + float((total - bound).sum()) if bound.size else 0.0
+    _LEVELS_CACHE[problem] = out = total + float((total - bound).sum())
     return out
 
 

@@ -274,7 +274,7 @@ def mwu_routing(net: Network, demand: np.ndarray, rounds: int = 60, time_limit_s
                     scale = max(float((part / cap).max()) * len(halves.work), 1e-300)
                 length = length * np.exp(eta * (part / cap) / scale)
                 length /= length.min() * cap.min()  # keep numbers in range; only ratios matter
-            if preds_out is not None:   # every round's shortest-path trees: sampling one per demand rounds the average
+            if want:                    # every round's shortest-path trees: sampling one per demand rounds the average
                 preds_out.append(pred[:n, :n].astype(np.int16 if net.nodes < 2 ** 15 else np.int32))
             scale = max(float((loads / cap).max()), 1e-300)
             w = run ** AVERAGE_POWER
