@@ -154,7 +154,7 @@ def _lp_round(problem: WiringProblem, params: SolveParams) -> Wiring:
                 break
             b = free.pop(j)
             extra.append(Circuit(s, a[0], a[1], b[0], b[1]))
-    return Wiring(n, problem.ports, w.circuits + tuple(extra), problem.layout)
+    return baselines.connect(Wiring(n, problem.ports, w.circuits + tuple(extra), problem.layout))
 
 
 def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: str, t0: float,
@@ -394,7 +394,20 @@ def _prepare(problem: WiringProblem, params: SolveParams, shape: WiringProblem, 
 
 
 def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = SolveParams()) -> SolveResult:
-    """Choose the circuits of `problem` with `solver`; see the module doc."""
+    """Choose the circuits of `problem` with `solver`; see the module doc. Whichever path answered, the
+    result and its wiring's solve block agree on status and limit, and a proven answer has limit "none"."""
+    from dataclasses import replace
+    res = _wire(problem, solver, params)
+    limit = Limit.NONE if res.status == SolveStatus.OPTIMAL and res.limit in (Limit.TIME, Limit.ITERATIONS) \
+        else res.limit
+    if res.artifact is not None and res.artifact.solve and (res.artifact.solve.get("limit") != limit.value
+                                     or res.artifact.solve.get("status") != res.status.value):
+        res = replace(res, artifact=res.artifact.with_meta(solve={**res.artifact.solve, "status": res.status.value,
+                                                                  "limit": limit.value}))
+    return replace(res, limit=limit) if limit != res.limit else res
+
+
+def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResult:
     from synth.verify import wiring_violations
     if solver not in SOLVERS:
         raise InvalidInput(f"unknown solver {solver!r}; valid: {', '.join(SOLVERS)}", field="solver")

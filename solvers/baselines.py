@@ -1,7 +1,8 @@
 """Baseline wirings: the constructions a wiring must beat, and the default wiring of the evaluator.
 
 - :func:`expander`: union of p random perfect matchings, one per OCS switch (a random p-regular multigraph,
-  realizable by construction: matching k goes on switch k).
+  realizable by construction: matching k goes on switch k), joined into one component when it is not
+  (:func:`connect`; at 2 ports a union of two matchings often is not).
 - :func:`torus3d`: the 3D torus as circuits, ports split evenly over the 6 directions.
 """
 from __future__ import annotations
@@ -41,7 +42,7 @@ def expander(layout: OCSLayout, seed: int = 0) -> Wiring:
             else:
                 stack_a.append(x)
                 stack_k.append(y)
-    return Wiring(n, layout.ports, tuple(circuits), layout, solve=None)
+    return connect(Wiring(n, layout.ports, tuple(circuits), layout, solve=None))
 
 
 def torus3d(layout: OCSLayout, dims: tuple[int, ...], seed: int = 0) -> Wiring:
@@ -89,34 +90,55 @@ def torus_dims(n: int, ports: int) -> tuple[int, ...]:
     return (1, n)
 
 
-def _connect(layout: OCSLayout, pairs: list[tuple[int, int]], switch_of: list[int], seed: int) -> None:
-    """Join the components of a wiring by 2-swaps inside one switch: circuits (a, b) and (c, d) on the same
-    switch in different components become (a, c) and (b, d); port use is unchanged. In place."""
+def connect(wiring: Wiring) -> Wiring:
+    """`wiring` with its components joined by 2-swaps inside one switch: a circuit (a, b) on a cycle of one
+    component (not a bridge: a and b stay joined without it) and a circuit (c, d) of another component on the
+    same switch become (a, c) and (b, d) on the same ports, which joins the two components and keeps every
+    port's switch and every accelerator's degree. Repeated until one component remains or no such pair of
+    circuits exists (e.g. one port per accelerator); deterministic. A random union of two matchings is often
+    disconnected (hotspot6 at 2 ports: two components, every demand between them unserved).
+
+    >>> from synth.model import Circuit, OCSLayout
+    >>> lay = OCSLayout.uniform(6, 2)
+    >>> tri = [(0, 1), (1, 2), (2, 0), (3, 4), (4, 5), (5, 3)]        # two triangles on switches 0 and 1
+    >>> cs = [Circuit(k % 2, a, k % 2, b, 1 - k % 2) for k, (a, b) in enumerate(tri)]
+    >>> w = Wiring(6, 2, tuple(cs), lay)
+    >>> from scipy.sparse.csgraph import connected_components
+    >>> connected_components(w.adjacency())[0], connected_components(connect(w).adjacency())[0]
+    (2, 1)
+    """
     import networkx as nx
-    rng = np.random.default_rng(seed)
-    for _ in range(4 * layout.accelerators):
-        g = nx.MultiGraph()
-        g.add_nodes_from(range(layout.accelerators))
-        g.add_edges_from(pairs)
-        comps = list(nx.connected_components(g))
-        if len(comps) <= 1:
-            return
-        comp_of = {v: k for k, c in enumerate(comps) for v in c}
-        by_switch: dict[int, dict[int, list[int]]] = {}
-        for e, (a, b) in enumerate(pairs):
-            by_switch.setdefault(switch_of[e], {}).setdefault(comp_of[a], []).append(e)
-        done = False
-        for s in rng.permutation(sorted(by_switch)).tolist():
-            groups = by_switch[s]
-            if len(groups) >= 2:
-                k1, k2 = sorted(groups, key=lambda k: len(comps[k]))[:2]
-                e1, e2 = groups[k1][0], groups[k2][0]
-                (a, b), (c, d) = pairs[e1], pairs[e2]
-                pairs[e1], pairs[e2] = (a, c), (b, d)
-                done = True
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+    arr = wiring.circuit_array.copy()
+    if arr.shape[0] < 2:
+        return wiring
+    changed = False
+    n = wiring.accelerators
+    for _ in range(n):       # each swap joins two components
+        g = sp.coo_matrix((np.ones(arr.shape[0]), (arr[:, 1], arr[:, 3])), shape=(n, n))
+        k, comp = connected_components(g, directed=False)
+        if k <= 1:
+            break
+        key = np.minimum(arr[:, 1], arr[:, 3]) * n + np.maximum(arr[:, 1], arr[:, 3])
+        _, inv, mult = np.unique(key, return_inverse=True, return_counts=True)
+        bridges = np.array([min(e) * n + max(e) for e in nx.bridges(nx.Graph(arr[:, [1, 3]].tolist()))] or [-1])
+        loose = ~np.isin(key, bridges) | (mult[inv] > 1)     # on a cycle, or one of parallel circuits
+        pick = None
+        for e1 in np.flatnonzero(loose):
+            other = np.flatnonzero((arr[:, 0] == arr[e1, 0]) & (comp[arr[:, 1]] != comp[arr[e1, 1]]))
+            if other.size:
+                pick = int(e1), int(other[0])
                 break
-        if not done:
-            return
+        if pick is None:
+            break
+        (s, a, ap, b, bp), (_, c, cp, d, dp) = arr[pick[0]].tolist(), arr[pick[1]].tolist()
+        arr[pick[0]], arr[pick[1]] = (s, a, ap, c, cp), (s, b, bp, d, dp)
+        changed = True
+    if not changed:
+        return wiring
+    circuits = tuple(Circuit(*map(int, r)) for r in arr)
+    return Wiring(wiring.accelerators, wiring.ports_per_accelerator, circuits, wiring.layout, solve=None)
 
 
 def _from_switch_pairs(layout: OCSLayout, pairs: list[tuple[int, int]], switch_of: list[int]) -> Wiring:
@@ -161,8 +183,7 @@ def greedy(traffic: np.ndarray, layout: OCSLayout, seed: int = 0) -> Wiring:
             pairs.append((a, stack.pop(k)))
             switch_of.append(s)
             on_switch[s] += 1
-    _connect(layout, pairs, switch_of, seed)
-    return _from_switch_pairs(layout, pairs, switch_of)
+    return connect(_from_switch_pairs(layout, pairs, switch_of))
 
 
 BLOSSOM_MAX = 128   # accelerators; networkx's Blossom takes 1.7 s per matching at 144 (10 matchings: 17 s)
@@ -232,13 +253,13 @@ def topoopt(traffic: np.ndarray, layout: OCSLayout, seed: int = 0, ring_ports: i
             own = False
     from synth.errors import Infeasible
     if own:   # the construction is its own edge colouring: switch c holds the pairs of colour c
-        return _from_switch_pairs(layout, pairs, colour)
+        return connect(_from_switch_pairs(layout, pairs, colour))
     try:
-        return Wiring.from_pairs(n, p, pairs, layout, seed=seed)
+        return connect(Wiring.from_pairs(n, p, pairs, layout, seed=seed))
     except Infeasible:  # drop circuits until the rest colours (an odd ring on too few switches)
         for cut in range(1, len(pairs)):
             try:
-                return Wiring(n, p, realize(layout, pairs[:-cut], seed=seed, restarts=4), layout)
+                return connect(Wiring(n, p, realize(layout, pairs[:-cut], seed=seed, restarts=4), layout))
             except Infeasible:
                 continue
         raise

@@ -424,8 +424,12 @@ def _solve_lp_relaxation(problem: WiringProblem, time_limit_s: float):
     n = problem.accelerators
     if problem.objective != "time" or n > LP_BOUND_MAX:
         return None
+    # in units of the largest entry and of the time it takes over one circuit (`unit` s), so that a circuit
+    # carries 1 and lambda is O(1) whatever the bytes and the bandwidth (unscaled, 1 KB at 100 Gbit/s made
+    # lambda ~1e7 and the interior point's roundings left lp-round a wiring that could not route every demand)
+    unit = problem.traffic.bytes_.max() / problem.port_bytes_per_s
     t = problem.traffic.bytes_ / problem.traffic.bytes_.max()
-    cap = problem.port_bytes_per_s / problem.traffic.bytes_.max()
+    cap = 1.0
     i, j = np.nonzero(~np.eye(n, dtype=bool))
     A = len(i)                                             # directed arcs
     pu = np.flatnonzero(i < j)                             # undirected pair of each arc: index of (min, max)
@@ -471,7 +475,7 @@ def _solve_lp_relaxation(problem: WiringProblem, time_limit_s: float):
     if res.status != 0 or res.x[lam] <= 0:
         return None
     pairs = list(zip(i[pu].tolist(), j[pu].tolist()))
-    return float(1.0 / res.x[lam]) * (1 - 1e-9), pairs, res.x[nf:nf + P]
+    return float(unit / res.x[lam]) * (1 - 1e-9), pairs, res.x[nf:nf + P]
 
 
 SHARED_EVALS = 40     # relay-count bisections the shared-circuits bound may spend on its search over M

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .errors import InvalidInput
-from .model import Circuit, OCSLayout, TrafficMatrix, TrafficPhase, Wiring
+from .model import MAX_ACCELERATORS, Circuit, OCSLayout, TrafficMatrix, TrafficPhase, Wiring
 
 WIRING_FORMAT = "ocs-synth/wiring"
 WIRING_VERSION = 1
@@ -187,6 +187,10 @@ def _edge_rows(rows: list[list[str]], source: str, accelerators: int | None, fir
                                source=source)
         src.append(int(s)); dst.append(int(d)); val.append(b)
     n = accelerators if accelerators is not None else max(max(src), max(dst)) + 1
+    if accelerators is None and n > MAX_ACCELERATORS:
+        k = int(np.argmax(np.maximum(src, dst)))
+        raise InvalidInput(f"names accelerator {max(src[k], dst[k])}: more than the {MAX_ACCELERATORS} a matrix may "
+                           "have", field=f"line {k + first_line}", source=source)
     if max(max(src), max(dst)) >= n:
         raise InvalidInput(f"names accelerator {max(max(src), max(dst))}, the instance has {n}",
                            field="src/dst", source=source)
@@ -277,6 +281,9 @@ def load_phases(path: str | os.PathLike) -> tuple[str, tuple[TrafficPhase, ...]]
                                field=f"{where}.matrix", source=source)
         if not (tm.bytes_ > 0).any():
             raise InvalidInput("the matrix has no bytes", field=f"{where}.matrix", source=source)
+        if not math.isfinite(float(weight) * float(tm.bytes_.max()) * len(tables)):
+            raise InvalidInput(f"{weight!r} x the matrix's largest entry overflows", field=f"{where}.weight",
+                               source=source)
         n = tm.accelerators
         out.append(TrafficPhase(name, tm.bytes_, float(weight)))
     return str(doc.get("name", os.path.basename(source))), tuple(out)

@@ -38,6 +38,8 @@ EXACT_ROUTING_MAX = 48    # accelerators: the routing LP always (a few seconds a
 ARC_LP_MAX_COLUMNS = 100_000   # destinations x links: below this the arc LP certifies a path LP that did not
 PATH_LP_MAX_LINKS = 3000  # directed links: final answers get MWU + path LP + column generation (its dense
                           # capacity block grows as links^2: 2,592 links (144 x 18) take 9 s, 5,184 minutes)
+MIN_UNIT_S = 1e-12        # the largest entry over one port takes at least this: the models' times keep their
+                          # digits (1e-6 bytes at 100 Gbit/s, 8e-17 s, broke the MILP; 1e-3 bytes, 8e-14 s, still solved)
 MWU_SCORE_ROUNDS = 1000   # rounds at most of a score by MWU alone (beyond PATH_LP_MAX_LINKS): the clock decides
 
 
@@ -82,6 +84,13 @@ class WiringProblem:
         if self.layout.accelerators != n:
             raise InvalidInput(f"layout has {self.layout.accelerators} accelerators, traffic has {n}",
                                field="traffic")
+        top = float(self.traffic.bytes_.max())
+        if top == 0:
+            raise InvalidInput("every entry is 0: there is nothing to wire", field="traffic")
+        if top / self.port_bytes_per_s < MIN_UNIT_S:
+            raise InvalidInput(f"the largest entry, {top:g} bytes, crosses one {self.port_bandwidth_gbps:g} Gbit/s "
+                               f"port in {top / self.port_bytes_per_s:.2g} s; below {MIN_UNIT_S:g} s the solvers' "
+                               "tolerances swamp the times (entries are bytes per step)", field="traffic")
         if self.layout.ports < 1 or (self.layout.switch_of_port < 0).all():
             raise InvalidInput("port budget is zero: no port is attached to an OCS", field="ports")
         hosts = (self.layout.capacity > 0).sum(axis=0)

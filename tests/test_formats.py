@@ -84,6 +84,8 @@ def test_csv_square_and_rows(tmp_path):
     ("word.csv", "0,x\n1,0\n", r"line 1"),
     ("empty.csv", "", r"empty CSV"),
     ("nonsq.csv", "0,1,2,3\n1,0,2,3\n", r"line 1 has 4 columns, expected 2"),
+    # a dense 1e8 x 1e8 matrix was allocated for this (MemoryError)
+    ("far.csv", "src,dst,bytes\n0,1,5\n0,100000000,5\n", r"line 3: names accelerator 100000000: more than the 16384"),
 ])
 def test_bad_csv(tmp_path, name, text, match):
     path = write(tmp_path, name, text)
