@@ -107,6 +107,11 @@ def _t(fab: Fabric, a: int, b: int, c: int, size: float, reduce: bool = False) -
     return Transfer(a, b, c, size, reduce, fab.path(a, b))
 
 
+MAX_CHUNKS = 4096    # or 8x the default, if more (a dimension-ordered all-to-all needs lanes x n^2): 4,096
+                     # chunks of an all-reduce on 8 ranks take 94 s and 1.9 GB (65,536 ran out of 300 s at
+                     # 11 GB; 1e8 was killed for memory)
+
+
 def validate_group(fab: Fabric, coll: Collective, chunks: int) -> None:
     n, N = len(coll.ranks), fab.adjacency.shape[0]
     bad = [r for r in coll.ranks if r >= N]
@@ -118,6 +123,10 @@ def validate_group(fab: Fabric, coll: Collective, chunks: int) -> None:
         raise InvalidInput(f"the wiring leaves ranks {coll.ranks[i]} and {coll.ranks[j]} disconnected", field="ranks")
     if chunks < 1:
         raise InvalidInput(f"must be >= 1, got {chunks}", field="chunks")
+    most = max(MAX_CHUNKS, 8 * default_chunks(fab, coll))
+    if chunks > most:
+        raise InvalidInput(f"at most {most} (each chunk is a transfer in every step it moves), got {chunks}",
+                           field="chunks")
     if coll.kind == A2A:
         if chunks % (n * n):
             raise InvalidInput(f"all-to-all chunks must be a multiple of n^2 = {n * n}, got {chunks}", field="chunks")

@@ -362,10 +362,16 @@ def wiring_from_dict(doc: Any, *, source: str = "<wiring>") -> Wiring:
     if n < 1 or p < 1:
         raise InvalidInput("must be >= 1", field="accelerators" if n < 1 else "ports_per_accelerator",
                            source=source)
+    if n > MAX_ACCELERATORS:       # its n x n matrices would not fit (1e9 was killed for memory)
+        raise InvalidInput(f"must be <= {MAX_ACCELERATORS}, got {n}", field="accelerators", source=source)
     lay = doc.get("layout", {"kind": "by-port"})
     if not isinstance(lay, dict):
         raise InvalidInput("must be an object", field="layout", source=source)
     kind = lay.get("kind", "by-port")
+    keys = ("kind", "switch_radix") + (("switch_of_port",) if kind == "explicit" else ())
+    for key in lay:
+        if key not in keys:
+            raise InvalidInput(unknown_key_message(key, keys), field="layout", source=source)
     try:
         if kind == "by-port":
             radix = lay.get("switch_radix", n)

@@ -294,12 +294,15 @@ class Instance:
         if wl.context_tokens > mdl.max_context_tokens:
             raise InvalidInstance(f"{wl.context_tokens} tokens exceed the model's limit of "
                                   f"{mdl.max_context_tokens}", field="workload.context_tokens")
+        if stage % par.tp:         # named here, not on the first context whose kvp it would also fail
+            raise InvalidInstance(f"tp = {par.tp} does not divide the {stage} accelerators of a decode stage",
+                                  field="parallelism.tp")
+        self._check_kvp(self.kvp, stage, "parallelism.kvp")
         for i, c in enumerate(wl.context_sweep):
             if c > mdl.max_context_tokens:
                 raise InvalidInstance(f"{c} tokens exceed the model's limit of {mdl.max_context_tokens}",
                                       field=f"workload.context_sweep[{i}]")
             self._check_kvp(self.kvp_for(c), stage, f"workload.context_sweep[{i}]")
-        self._check_kvp(self.kvp, stage, "parallelism.kvp")
         if mdl.moe_layers:
             slots = mdl.experts + par.redundant_experts
             if par.ep > mdl.experts:

@@ -120,6 +120,14 @@ def test_verify_bad_files(tmp_path):
         {"format": "ocs-synth/wiring", "version": 1, "accelerators": 2, "ports_per_accelerator": 1,
          "circuits": [], "sovle": {}})))[::2], "y.json", 'did you mean "solve"')
     assert_one_line_error(*run("verify", str(tmp_path / "none.json"))[::2], "none.json", "no such file")
+    head = {"format": "ocs-synth/wiring", "version": 1, "ports_per_accelerator": 1, "circuits": []}
+    # a billion accelerators were allocated as matrices until the kernel killed the process
+    assert_one_line_error(*run("verify", write(tmp_path, "big.json", json.dumps(
+        {**head, "accelerators": 10 ** 9})))[::2], "big.json", "accelerators: must be <= 16384")
+    # an explicit layout's key under the by-port kind was ignored: the file read as valid
+    assert_one_line_error(*run("verify", write(tmp_path, "lay.json", json.dumps(
+        {**head, "accelerators": 2, "layout": {"switch_of_port": [[0], [0]]}})))[::2], "lay.json",
+        'layout: unknown key "switch_of_port"')
 
 
 def test_real_entry_point_exit_code_and_debug(tmp_path):

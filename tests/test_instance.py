@@ -61,7 +61,7 @@ def test_preset_parameter_counts():
 
 
 @pytest.mark.parametrize("over,field,match", [
-    ({"parallelism.tp": 3}, "parallelism.kvp", r"tp x kvp = 3 x 1 does not divide the 16"),
+    ({"parallelism.tp": 3}, "parallelism.tp", r"tp = 3 does not divide the 16"),
     ({"parallelism.pp": 3}, "parallelism.pp", r"pp = 3 does not divide the 16"),
     ({"parallelism.ep": 256}, "parallelism.ep", r"ep = 256 exceeds the 128 experts"),
     ({"parallelism.ep": 32}, "parallelism.ep", r"ep = 32 does not divide the 16 accelerators"),

@@ -153,7 +153,9 @@ def test_cli_schedule(tmp_path):
     for args, needle in ((("--ranks", "0,9"), "rank 9 is not in the wiring"),
                          (("--bytes", "0"), "must be > 0"),
                          (("--bytes", "lots"), "not a size"),
-                         (("--chunks", "5"), "multiple of the 8 ranks")):
+                         (("--chunks", "5"), "multiple of the 8 ranks"),
+                         # 1e8 chunks were built until the kernel killed the process for memory
+                         (("--chunks", "100000000"), "chunks: at most 4096")):
         base = ["schedule", wp, "--collective", "allgather", "--bytes", "1MB"]
         argv = base + list(args) if "--bytes" not in args else ["schedule", wp, "--collective", "allgather", *args]
         code, _, err = run(*argv)
