@@ -1,9 +1,11 @@
 """Benchmarks behind BENCHMARKS.md, runnable as `ocs-synth bench ...` (timings, never asserted in tests)."""
 from __future__ import annotations
 
+import os
 import platform
 import statistics
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -126,7 +128,20 @@ def load_suite(path: str) -> list[dict[str, Any]]:
         for k in ("name", "source", "objective"):
             if k not in c:
                 raise InvalidInput("missing required key", field=f"case[{i}].{k}", source=path)
+        c["path"] = _resolved(c["source"], path)
     return cases
+
+
+def _resolved(source: str, suite: str) -> str:
+    """A case's source as written when it exists from here (or is absolute), else under the first folder
+    above the suite file that holds it: the shipped suite names its instances from the project's root, so
+    `bench wire --suite /path/to/suite.toml` works from any folder."""
+    if os.path.isabs(source) or os.path.exists(source):
+        return source
+    for folder in Path(suite).resolve().parents:
+        if (folder / source).exists():
+            return str(folder / source)
+    return source
 
 
 def suite_problem(case: dict[str, Any]):
@@ -136,16 +151,17 @@ def suite_problem(case: dict[str, Any]):
     from .problem import WiringProblem
     from .workload import build_workload, step_phases
     phases: tuple = ()
-    if is_phases_file(case["source"]):
-        tm, phases = load_phases_traffic(case["source"])
-    elif case["source"].endswith(".toml"):
-        inst = load_instance(case["source"])
+    source = case.get("path", case["source"])
+    if is_phases_file(source):
+        tm, phases = load_phases_traffic(source)
+    elif source.endswith(".toml"):
+        inst = load_instance(source)
         wl = build_workload(inst)
         return WiringProblem.from_instance(inst, wl.traffic, objective=case["objective"],
                                            phases=step_phases(wl) if case["objective"] == "phases" else (),
                                            workload=wl if case["objective"] == "step" else None)
     else:
-        tm = load_traffic(case["source"])
+        tm = load_traffic(source)
     return WiringProblem(tm, OCSLayout.uniform(tm.accelerators, case["ports"]), case["port_bandwidth_gbps"],
                          case["objective"], name=case["name"], phases=phases if case["objective"] == "phases" else ())
 

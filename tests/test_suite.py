@@ -1,5 +1,7 @@
 """The wiring suite: recorded optima and bounds, status-dependent assertions (OPTIMAL => equals the
 recorded optimum; anything => respects the recorded bound)."""
+from pathlib import Path
+
 import pytest
 
 from synth.bench import bench_wire, check_case, load_suite
@@ -62,3 +64,19 @@ def test_bench_schedule_rejects_unknown_topology():
     from synth.cli import main
     r = CliRunner().invoke(main, ["bench", "schedule", "--topology", "torus-3x3"])
     assert r.exit_code == 2 and "unknown topology 'torus-3x3'" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_bench_wire_runs_from_any_folder(tmp_path, monkeypatch):
+    # the suite names its instances from the project's root: from another folder `bench wire` said
+    # "instances/wiring/suite.toml: no such file", and with --suite the cases' files were not found
+    import json
+
+    from click.testing import CliRunner
+
+    from synth.cli import main
+    suite = str(Path("instances/wiring/suite.toml").resolve())
+    monkeypatch.chdir(tmp_path)
+    for extra in ([], ["--suite", suite]):
+        r = CliRunner().invoke(main, ["bench", "wire", *extra, "--case", "ring8", "--solvers", "greedy", "--json"])
+        assert r.exit_code == 0, r.output
+        assert json.loads(r.stdout)["rows"][0]["check"] == "ok"
