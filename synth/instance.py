@@ -348,6 +348,10 @@ class Instance:
         if self.costs.torus_dims and math.prod(self.costs.torus_dims) != n:
             raise InvalidInstance(f"{' x '.join(map(str, self.costs.torus_dims))} is not {n} accelerators",
                                   field="costs.torus_dims")
+        n_ports = n * self.hardware.ports
+        if fab.switches is not None and fab.switches > n_ports:
+            raise InvalidInstance(f"{fab.switches} switches are more than the {n_ports} ports could reach",
+                                  field="fabric.switches")
         if fab.ocs_ports is not None and fab.ocs_ports > self.hardware.ports:
             raise InvalidInstance(f"{fab.ocs_ports} exceeds the {self.hardware.ports} ports",
                                   field="fabric.ocs_ports")
@@ -475,6 +479,9 @@ def _preset(table: dict[str, Any], known: Mapping[str, Mapping[str, Any]], where
     name = table.pop("preset", None)
     if name is None:
         return {}
+    if not isinstance(name, str):
+        raise InvalidInput(f"must be a preset name (one of {', '.join(known)}), got {name!r}",
+                           field=f"{where}.preset", source=source)
     if name not in known:
         raise InvalidInput(unknown_key_message(str(name), known).replace("unknown key", "unknown preset"),
                            field=f"{where}.preset", source=source)

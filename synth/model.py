@@ -38,7 +38,7 @@ class Accelerator:
     name: str = spec("custom")
     link_latency_us: float = spec(0.15, ge=0, doc="per-hop latency of a circuit incl. forwarding")
     step_latency_us: float = spec(0.6, ge=0, doc="fixed cost (alpha) of one collective step")
-    bf16_pflops: float = spec(1.0, ge=0, doc="dense BF16 PFLOP/s")
+    bf16_pflops: float = spec(1.0, gt=0, doc="dense BF16 PFLOP/s (every precision falls back to it)")
     fp8_pflops: float = spec(2.0, ge=0, doc="dense FP8 PFLOP/s")
     fp4_pflops: float = spec(0.0, ge=0, doc="dense FP4 PFLOP/s (0 = not supported)")
     hbm_gb: float = spec(80.0, gt=0, doc="HBM capacity, GB (1e9 bytes)")

@@ -27,6 +27,8 @@ from typing import Any, Mapping
 from .errors import InvalidInput, unknown_key_message
 
 _MISSING = dataclasses.MISSING
+MAX_INT = 2 ** 53       # integers a float holds exactly; beyond, the models' float arithmetic overflowed
+MAX_FLOAT = 1e30        # no field comes near (bytes, FLOP/s, dollars are in their units); 1e308 overflowed
 
 
 def spec(default: Any = _MISSING, *, ge: float | None = None, gt: float | None = None,
@@ -57,6 +59,9 @@ def _coerce(value: Any, tp: Any, field: str) -> Any:
     if tp is Any:
         return value
     if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if value is not None and len(args) == 1:       # optional: the type's own message (e.g. its size)
+            return _coerce(value, args[0], field)
         for arg in typing.get_args(tp):
             try:
                 return _coerce(value, arg, field)
@@ -86,9 +91,10 @@ def _coerce(value: Any, tp: Any, field: str) -> Any:
         raise InvalidInput(f"must be true or false, got {value!r}", field=field)
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, (int,)):
-            if isinstance(value, float) and value.is_integer():
-                return int(value)
-            raise InvalidInput(f"must be an integer, got {value!r}", field=field)
+            if not (isinstance(value, float) and value.is_integer()):
+                raise InvalidInput(f"must be an integer, got {value!r}", field=field)
+        if abs(value) > MAX_INT:
+            raise InvalidInput(f"must be at most {MAX_INT:g} in size, got {value:g}", field=field)
         return int(value)
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -96,6 +102,8 @@ def _coerce(value: Any, tp: Any, field: str) -> Any:
         value = float(value)
         if not math.isfinite(value):
             raise InvalidInput(f"must be a finite number, got {value!r}", field=field)
+        if abs(value) > MAX_FLOAT:
+            raise InvalidInput(f"must be at most {MAX_FLOAT:g} in size, got {value:g}", field=field)
         return value
     if tp is str:
         if not isinstance(value, str):

@@ -76,8 +76,16 @@ def test_preset_parameter_counts():
     ({"parallelism.kvp": "lots"}, "parallelism.kvp", r'must be an integer >= 1 or "auto"'),
     ({"model.tpo_k": 4}, "model", r'unknown key "tpo_k" \(did you mean "top_k"\?\)'),
     ({"hardware.preset": "h900"}, "hardware.preset", r'unknown preset "h900"'),
+    ({"model.preset": [1]}, "model.preset", r"must be a preset name"),      # was a TypeError (unhashable)
     ({"workload.expert_routing": "random"}, "workload.expert_routing", r"must be one of uniform, zipf"),
     ({"fabric.kind": "nvlink"}, "fabric.kind", r"must be one of ocs, eps"),
+    # each of these ended in a traceback (OverflowError, ZeroDivisionError, a float NaN cast to int)
+    ({"model.hidden": 1e308}, "model.hidden", r"must be at most 9\.0072e\+15 in size"),
+    ({"model.combine_bytes": 1e308}, "model.combine_bytes", r"must be at most 1e\+30 in size"),
+    ({"hardware.hbm_gb": 1e308}, "hardware.hbm_gb", r"must be at most 1e\+30"),
+    ({"hardware.bf16_pflops": 0}, "hardware.bf16_pflops", r"must be > 0"),
+    ({"fabric.switches": 10 ** 20}, "fabric.switches", r"must be at most"),
+    ({"fabric.switches": 1000}, "fabric.switches", r"1000 switches are more than the"),
 ])
 def test_bad_instance_fields(tmp_path, over, field, match):
     with pytest.raises(InvalidInput, match=match) as ei:
