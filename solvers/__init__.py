@@ -86,8 +86,7 @@ def _result(problem: WiringProblem, solver: str, wiring: Wiring, params: SolvePa
     status = SolveStatus.OPTIMAL if gap <= params.rel_gap else SolveStatus.FEASIBLE
     if not np.isfinite(objective):
         status = SolveStatus.FEASIBLE
-    if status == SolveStatus.OPTIMAL and limit in (Limit.TIME, Limit.ITERATIONS):
-        limit = Limit.NONE          # the bound proves it: nothing the clock or the move budget cut mattered
+    limit = limit.settled(status)
     wall = time.perf_counter() - t0
     solve = {"status": status.value, "objective": objective, "bound": bound, "gap": gap, "wall_s": round(wall, 3),
              "solver": solver, "seed": params.seed, "objective_kind": problem.objective, "limit": limit.value,
@@ -398,8 +397,7 @@ def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = Sol
     result and its wiring's solve block agree on status and limit, and a proven answer has limit "none"."""
     from dataclasses import replace
     res = _wire(problem, solver, params)
-    limit = Limit.NONE if res.status == SolveStatus.OPTIMAL and res.limit in (Limit.TIME, Limit.ITERATIONS) \
-        else res.limit
+    limit = res.limit.settled(res.status)
     if res.artifact is not None and res.artifact.solve and (res.artifact.solve.get("limit") != limit.value
                                      or res.artifact.solve.get("status") != res.status.value):
         res = replace(res, artifact=res.artifact.with_meta(solve={**res.artifact.solve, "status": res.status.value,

@@ -124,16 +124,15 @@ def connect(wiring: Wiring) -> Wiring:
         _, inv, mult = np.unique(key, return_inverse=True, return_counts=True)
         bridges = np.array([min(e) * n + max(e) for e in nx.bridges(nx.Graph(arr[:, [1, 3]].tolist()))] or [-1])
         loose = ~np.isin(key, bridges) | (mult[inv] > 1)     # on a cycle, or one of parallel circuits
-        pick = None
-        for e1 in np.flatnonzero(loose):
-            other = np.flatnonzero((arr[:, 0] == arr[e1, 0]) & (comp[arr[:, 1]] != comp[arr[e1, 1]]))
-            if other.size:
-                pick = int(e1), int(other[0])
-                break
-        if pick is None:
+        on = np.unique(np.stack([arr[:, 0], comp[arr[:, 1]]], axis=1), axis=0)[:, 0]   # (switch, component)
+        mixed = np.bincount(on, minlength=int(arr[:, 0].max()) + 1) >= 2          # switches with two or more
+        first = np.flatnonzero(loose & mixed[arr[:, 0]])
+        if first.size == 0:
             break
-        (s, a, ap, b, bp), (_, c, cp, d, dp) = arr[pick[0]].tolist(), arr[pick[1]].tolist()
-        arr[pick[0]], arr[pick[1]] = (s, a, ap, c, cp), (s, b, bp, d, dp)
+        e1 = int(first[0])
+        e2 = int(np.flatnonzero((arr[:, 0] == arr[e1, 0]) & (comp[arr[:, 1]] != comp[arr[e1, 1]]))[0])
+        (s, a, ap, b, bp), (_, c, cp, d, dp) = arr[e1].tolist(), arr[e2].tolist()
+        arr[e1], arr[e2] = (s, a, ap, c, cp), (s, b, bp, d, dp)
         changed = True
     if not changed:
         return wiring

@@ -253,9 +253,8 @@ def _relay_split(problem: WiringProblem) -> float:
         pa, PI = ports[A], int(ports[I].sum())
         PA = int(pa.sum())
         K = np.arange(min(PA, PI) + 1)
-        direct = []
+        direct, k = [], int(min(pa.max(), A.size))
         for mat in (tAA, tAA.T):
-            k = int(min(pa.max(), A.size))
             top = -np.sort(np.partition(-mat, k - 1, axis=1)[:, :k], axis=1)   # each row's k largest, desc
             keep = top[np.arange(k)[None, :] < pa[:, None]]
             losses = np.sort(np.concatenate([keep, np.zeros(PA - keep.size)]))  # a port beyond the row: free

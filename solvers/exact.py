@@ -129,8 +129,7 @@ def _finish(problem: WiringProblem, solver: str, version: str, params: SolvePara
         elif status == SolveStatus.FEASIBLE and objective - bound <= (params.rel_gap + TIE) * objective:
             status = SolveStatus.OPTIMAL          # a valid bound meets the objective: proven
             extra = {**extra, "proven_by": "bound"}
-    if status == SolveStatus.OPTIMAL and limit in (Limit.TIME, Limit.ITERATIONS):
-        limit = Limit.NONE          # proven: what the clock cut did not matter
+    limit = limit.settled(status)
     wall = time.perf_counter() - t0
     solve = {"status": status.value, "objective": objective, "bound": bound, "solver": solver, "seed": params.seed,
              "objective_kind": problem.objective, "limit": limit.value, "bounds": named}

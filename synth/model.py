@@ -497,6 +497,10 @@ class Limit(str, enum.Enum):
     INTERRUPT = "interrupt"
     ITERATIONS = "iterations"
 
+    def settled(self, status: "SolveStatus") -> "Limit":
+        """The limit an answer reports: a proven one says none, whatever the clock or move budget cut."""
+        return Limit.NONE if status == SolveStatus.OPTIMAL and self in (Limit.TIME, Limit.ITERATIONS) else self
+
 
 @dataclass(frozen=True)
 class SolveParams:
