@@ -8,10 +8,11 @@
   larger) bounds the hop objective, and divided by the total directed circuit capacity (sum of ports x B)
   it bounds the time: every byte-hop occupies one directed circuit for 1/B seconds. Counted level by level
   (`level_hop_bytes`: byte-hops = sum over k of the bytes farther than k hops) it is sharper: at each level
-  the rows' or the columns' count, whichever leaves more bytes farther, and at one hop the heaviest
-  adjacency graph within the ports (a b-matching LP's dual, `adjacent_bytes`), which sees that every row
-  cannot have the same hot accelerators next to it (deepseek-v3-72: 0.5% -> the best wiring's time, so it is
-  optimal; kimi-k2-288 +0.5%, deepseek-v3-pd-96 +1.1%). For time it is
+  the rows' or the columns' count, whichever leaves more bytes farther, and the heaviest graph whose
+  degrees are the Moore counts within k hops (a b-matching LP's dual, `bmatching_bytes`; at one hop the
+  adjacency graph within the ports, `adjacent_bytes`), which sees that every row cannot have the same hot
+  accelerators near it (deepseek-v3-72: 0.5% -> the best wiring's time, so it is optimal; kimi-k2-288 +0.5%,
+  deepseek-v3-pd-96 +1.1%; DLRM on 4 ports, at two and three hops: +11%). For time it is
   sharpened by where the relays can happen: a byte relayed by accelerator v takes one of v's incoming and
   one of its outgoing circuits, which also carry v's own bytes in and out, so v relays at most
   ports_v B T - max(out_v, in_v). Summed, (byte-hops - bytes) <= sum_v ports_v B T - sum_v max(out_v, in_v):
@@ -35,6 +36,7 @@
 """
 from __future__ import annotations
 
+import time
 import weakref
 from typing import Any
 
@@ -166,11 +168,13 @@ def level_hop_bytes(problem: WiringProblem) -> float:
     """The fewest byte-hops any wiring within the port budget can give, level by level: byte-hops =
     sum over k >= 0 of (all bytes - the bytes within k hops), and the bytes within k hops are at most the sum
     of every row's largest entries over the Moore count of nodes within k hops, and at most the same by
-    columns (hops are symmetric: circuits are duplex), whichever is less at each k; at one hop also at most
-    the heaviest adjacency graph with degrees within the ports (`adjacent_bytes`). Never below
-    `moore_hop_bytes` (rows or columns for all levels at once); above it where the rows' and columns' nearest
-    levels are tight on different sides, or where every row wants the same few accelerators next to it
-    (skewed expert load): kimi-k2-288 +0.54%, deepseek-v3-pd-96 +1.15%, deepseek-v3-144 +2.7%."""
+    columns (hops are symmetric: circuits are duplex), whichever is less at each k; and at most the heaviest
+    simple graph whose degrees are those Moore counts (`bmatching_bytes`: "within k hops" is a symmetric
+    relation, and accelerator v has at most M_k(v) others within k hops). Never below `moore_hop_bytes`
+    (rows or columns for all levels at once); above it where the rows' and columns' nearest levels are tight
+    on different sides, or where every row wants the same few accelerators near it (skewed expert load at
+    one hop: kimi-k2-288 +0.54%, deepseek-v3-pd-96 +1.15%, deepseek-v3-144 +2.7%; DLRM's model-parallel
+    transfers at two and three hops with 4 ports: +11%). The b-matchings share one clock of ADJACENT_LP_S."""
     if problem in _LEVELS_CACHE:
         return _LEVELS_CACHE[problem]
     t = problem.traffic.bytes_
@@ -188,8 +192,16 @@ def level_hop_bytes(problem: WiringProblem) -> float:
             w += cum[np.ix_(np.flatnonzero(ports == deg), np.searchsorted(lv, ks, side="right") - 1)].sum(axis=0)
         within.append(w)
     bound = np.minimum(*within)
-    if bound.size:
-        bound[0] = min(bound[0], adjacent_bytes(problem))
+    deadline = time.perf_counter() + ADJACENT_LP_S
+    for i, k in enumerate(ks):
+        # others within k hops of each accelerator, at most (its Moore count)
+        reach = np.zeros(n)
+        for deg, lv in lvs.items():
+            reach[ports == deg] = np.searchsorted(lv, k, side="right")
+        left = deadline - time.perf_counter()
+        if bound[i] >= total or (reach >= n - 1).all() or left <= 0:
+            continue
+        bound[i] = min(bound[i], bmatching_bytes(problem, reach, left))
     _LEVELS_CACHE[problem] = out = total + float((total - bound).sum())
     return out
 
@@ -273,12 +285,7 @@ ADJACENT_LP_S = 10.0              # its LP's time limit (kimi-k2-288: 0.8 s; 576
 
 def adjacent_bytes(problem: WiringProblem) -> float:
     """At most how many bytes can travel between adjacent accelerators (one hop): the adjacency graph is
-    simple with each accelerator's degree within its ports, so it is at most the heaviest such graph under
-    pair weights t_uv + t_vu, a b-matching, whose LP relaxation (0 <= x <= 1) bounds it above. The value
-    used is the objective of the LP's dual made feasible (accelerator prices y >= 0, each pair's excess
-    max(0, w - y_u - y_v)), an upper bound whatever the LP's accuracy. inf (no bound) when every pair
-    carries the same bytes (any regular wiring reaches the rows' bound), above ADJACENT_LP_MAX_PAIRS pairs,
-    or when the LP does not finish in ADJACENT_LP_S.
+    simple with each accelerator's degree within its ports (`bmatching_bytes` with those degrees).
 
     >>> import numpy as np
     >>> from synth.model import OCSLayout, TrafficMatrix
@@ -287,6 +294,17 @@ def adjacent_bytes(problem: WiringProblem) -> float:
     >>> round(adjacent_bytes(WiringProblem(TrafficMatrix(t), lay, 800.0)), 9)
     1.0
     """
+    n = problem.accelerators
+    return bmatching_bytes(problem, np.minimum(problem.layout.capacity.sum(axis=1), n - 1).astype(np.float64))
+
+
+def bmatching_bytes(problem: WiringProblem, degree: np.ndarray, time_limit_s: float = ADJACENT_LP_S) -> float:
+    """At most how many bytes (t_uv + t_vu per pair) a simple graph with accelerator v's degree at most
+    degree[v] can hold: the heaviest b-matching, whose LP relaxation (0 <= x <= 1) bounds it above. The value
+    used is the objective of the LP's dual made feasible (accelerator prices y >= 0, each pair's excess
+    max(0, w - y_u - y_v)), an upper bound whatever the LP's accuracy. inf (no bound) when every pair
+    carries the same bytes (any regular wiring reaches the rows' bound), above ADJACENT_LP_MAX_PAIRS pairs,
+    or when the LP does not finish in `time_limit_s`."""
     from scipy.optimize import linprog
     t = problem.traffic.bytes_
     off = t[~np.eye(t.shape[0], dtype=bool)]
@@ -295,17 +313,16 @@ def adjacent_bytes(problem: WiringProblem) -> float:
     if off.size == 0 or np.ptp(off) == 0 or i.size > ADJACENT_LP_MAX_PAIRS:
         return float("inf")
     n = t.shape[0]
-    deg = np.minimum(problem.layout.capacity.sum(axis=1), n - 1).astype(np.float64)
     scale = float(w[i, j].max())
     a = sp.csr_matrix((np.ones(2 * i.size), (np.concatenate([i, j]), np.tile(np.arange(i.size), 2))),
                       shape=(n, i.size))
-    res = linprog(-w[i, j] / scale, A_ub=a, b_ub=deg, bounds=(0, 1), method="highs",
-                  options={"time_limit": ADJACENT_LP_S})
+    res = linprog(-w[i, j] / scale, A_ub=a, b_ub=degree, bounds=(0, 1), method="highs",
+                  options={"time_limit": max(time_limit_s, 0.1)})
     if res.status != 0 or res.ineqlin is None:
         return float("inf")
     y = np.maximum(-res.ineqlin.marginals, 0.0)
     excess = np.maximum(w[i, j] / scale - y[i] - y[j], 0.0)
-    return float(deg @ y + excess.sum()) * scale
+    return float(degree @ y + excess.sum()) * scale
 
 
 def moore_bound(problem: WiringProblem) -> float:
@@ -473,9 +490,29 @@ def _relay_count_test(problem: WiringProblem):
 
 
 def lp_relaxation_bound(problem: WiringProblem, time_limit_s: float = 30.0) -> float | None:
-    """Time bound from fractional circuits and fractional routing (None when too large or not `time`)."""
+    """Time bound from fractional circuits and fractional routing (None when too large or not `time`).
+
+    Where the LP's optimum is the injection bound it is not solved: fractional direct circuits x_ij =
+    max(t_ij, t_ji) / (B T) are feasible at T once every accelerator's sum of them fits its ports, so the
+    relaxation lies between the injection bound and that symmetric row sum / (p B); when the two meet (every
+    near-uniform demand, e.g. a 40-accelerator all-to-all: 5 s of interior point) the relaxation is their value.
+    """
+    if problem.objective == "time" and problem.accelerators <= LP_BOUND_MAX and problem not in _LP_CACHE:
+        inj = injection_bound(problem)
+        if symmetric_injection(problem) <= inj * (1 + 1e-12):
+            return inj
     sol = _lp_relaxation(problem, time_limit_s)
     return None if sol is None else sol[0]
+
+
+def symmetric_injection(problem: WiringProblem) -> float:
+    """Largest over accelerators of sum_j max(t_ij, t_ji) / (its ports x B): the time of fractional direct
+    circuits sized to each pair's heavier direction, an upper bound on the LP relaxation (degree rows only)."""
+    t = problem.traffic.bytes_
+    ports = problem.layout.capacity.sum(axis=1).astype(np.float64)
+    need = np.maximum(t, t.T).sum(axis=1)
+    with np.errstate(divide="ignore"):
+        return float(np.where(need > 0, need / (ports * problem.port_bytes_per_s), 0.0).max())
 
 
 def lp_relaxation_solution(problem: WiringProblem, time_limit_s: float = 30.0):
