@@ -76,15 +76,16 @@ def improve_hops(wiring: Wiring, demand: np.ndarray, time_limit_s: float = 20.0,
     best, dist = _hop_bytes(n, arr[:, 1], arr[:, 3], sym)
     tried = kept = 0
     say_at = t0 + PROGRESS_S
-    # circuits of each (accelerator, switch)
+    cum: np.ndarray | None = None
     while time.perf_counter() - t0 < time_limit_s and (max_moves is None or tried < max_moves):
         tried += 1
-        w = sym * np.where(np.isfinite(dist), dist - 1, n)
-        flat = w.ravel()
-        tot = flat.sum()
+        if cum is None:        # the pair weights change only with the distances, i.e. when a move is kept
+            flat = (sym * np.where(np.isfinite(dist), dist - 1, n)).ravel()
+            tot = flat.sum()
+            cum = np.cumsum(flat)
         if tot <= 0:
             break
-        k = int(np.searchsorted(np.cumsum(flat), rng.random() * tot))
+        k = int(np.searchsorted(cum, rng.random() * tot))
         u, v = divmod(min(k, flat.size - 1), n)
         if u == v:
             continue
@@ -114,7 +115,7 @@ def improve_hops(wiring: Wiring, demand: np.ndarray, time_limit_s: float = 20.0,
         val, d2 = _hop_bytes(n, arr[:, 1], arr[:, 3], sym)
         if val <= best:
             kept += int(val < best)
-            best, dist = val, d2
+            best, dist, cum = val, d2, None
         else:
             arr[e1], arr[e2] = old1, old2
         if progress and time.perf_counter() >= say_at:
