@@ -330,7 +330,7 @@ def test_level_bound_below_the_hops_optimum_on_sixty_instances():
     for seed in range(60):
         t, ports = _hot_two(seed, (5, 9))
         p = problem(t, ports, "hops")
-        res = wire(p, "milp", SolveParams(time_limit_s=60))
+        res = wire(p, "milp", SolveParams(time_limit_s=180))   # seed 20: 52 s alone, over 60 s beside other work
         assert res.status == SolveStatus.OPTIMAL and level_hop_bytes(p) <= res.objective * (1 + 1e-9), seed
 
 
