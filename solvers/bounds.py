@@ -174,7 +174,8 @@ def level_hop_bytes(problem: WiringProblem) -> float:
     (rows or columns for all levels at once); above it where the rows' and columns' nearest levels are tight
     on different sides, or where every row wants the same few accelerators near it (skewed expert load at
     one hop: kimi-k2-288 +0.54%, deepseek-v3-pd-96 +1.15%, deepseek-v3-144 +2.7%; DLRM's model-parallel
-    transfers at two and three hops with 4 ports: +11%). The b-matchings are one LP re-solved level by level, on one clock of ADJACENT_LP_S."""
+    transfers at two and three hops with 4 ports: +11%). The b-matchings are one LP re-solved level by level,
+    on one clock of ADJACENT_LP_S."""
     if problem in _LEVELS_CACHE:
         return _LEVELS_CACHE[problem]
     t = problem.traffic.bytes_
@@ -184,24 +185,20 @@ def level_hop_bytes(problem: WiringProblem) -> float:
     total = float(t.sum())
     lvs = {int(deg): moore_levels(int(deg), dmax, n - 1) for deg in np.unique(ports)}
     ks = np.arange(1, max(int(lv.max(initial=0)) for lv in lvs.values()) + 1)
+    counts = {deg: np.searchsorted(lv, ks, side="right") for deg, lv in lvs.items()}   # others within k hops
+    reach = np.zeros((n, ks.size), dtype=np.int64)
+    for deg, c in counts.items():
+        reach[ports == deg] = c
     within = []
     for mat in (t, t.T):
         cum = np.cumsum(-np.sort(-mat, axis=1)[:, : n - 1], axis=1)
         w = np.zeros(ks.size)
-        for deg, lv in lvs.items():       # nodes within k hops of each row (all of them past its last level)
-            w += cum[np.ix_(np.flatnonzero(ports == deg), np.searchsorted(lv, ks, side="right") - 1)].sum(axis=0)
+        for deg, c in counts.items():    # each row's largest entries over its counts (all past its last level)
+            w += cum[np.ix_(np.flatnonzero(ports == deg), c - 1)].sum(axis=0)
         within.append(w)
     bound = np.minimum(*within)
-    levels, reach = [], []
-    for i, k in enumerate(ks):
-        # others within k hops of each accelerator, at most (its Moore count)
-        r = np.zeros(n)
-        for deg, lv in lvs.items():
-            r[ports == deg] = np.searchsorted(lv, k, side="right")
-        if bound[i] < total and (r < n - 1).any():
-            levels.append(i)
-            reach.append(r)
-    for i, cap in zip(levels, bmatching_bytes(problem, reach)):
+    levels = [i for i in range(ks.size) if bound[i] < total and (reach[:, i] < n - 1).any()]
+    for i, cap in zip(levels, bmatching_bytes(problem, [reach[:, i].astype(np.float64) for i in levels])):
         bound[i] = min(bound[i], cap)
     _LEVELS_CACHE[problem] = out = total + float((total - bound).sum())
     return out
@@ -333,10 +330,10 @@ def bmatching_bytes(problem: WiringProblem, degrees: list[np.ndarray],
     a = sp.csr_matrix((np.ones(2 * i.size), (np.concatenate([i, j]), np.tile(np.arange(i.size), 2))),
                       shape=(n, i.size))
     rows = np.arange(n, dtype=np.int32)
-    h.addRows(n, np.full(n, -inf), np.asarray(degrees[0], dtype=np.float64), a.nnz,
-              a.indptr[:-1].astype(np.int32), a.indices.astype(np.int32), a.data)
+    degrees = [np.asarray(deg, dtype=np.float64) for deg in degrees]
+    h.addRows(n, np.full(n, -inf), degrees[0], a.nnz, a.indptr[:-1].astype(np.int32), a.indices.astype(np.int32),
+              a.data)
     for k, deg in enumerate(degrees):
-        deg = np.asarray(deg, dtype=np.float64)
         left = time_limit_s - (time.perf_counter() - t0)
         if left <= 0:
             break
