@@ -128,7 +128,16 @@ def connect(wiring: Wiring) -> Wiring:
         mixed = np.bincount(on, minlength=int(arr[:, 0].max()) + 1) >= 2          # switches with two or more
         first = np.flatnonzero(loose & mixed[arr[:, 0]])
         if first.size == 0:
-            break
+            # no two components meet on a switch, e.g. an accelerator whose every port is free while its
+            # switches' radix is spent: re-point a circuit on a cycle (a, b) to (a, x), x a free port on
+            # that switch in another component (b keeps its other paths; x joins)
+            moved = _repoint(wiring.layout, arr, comp, np.flatnonzero(loose))
+            if moved is None:
+                break
+            e1, x, xp = moved
+            arr[e1, 3:] = (x, xp)
+            changed = True
+            continue
         e1 = int(first[0])
         e2 = int(np.flatnonzero((arr[:, 0] == arr[e1, 0]) & (comp[arr[:, 1]] != comp[arr[e1, 1]]))[0])
         (s, a, ap, b, bp), (_, c, cp, d, dp) = arr[e1].tolist(), arr[e2].tolist()
@@ -138,6 +147,21 @@ def connect(wiring: Wiring) -> Wiring:
         return wiring
     circuits = tuple(Circuit(*map(int, r)) for r in arr)
     return Wiring(wiring.accelerators, wiring.ports_per_accelerator, circuits, wiring.layout, solve=None)
+
+
+def _repoint(layout: OCSLayout, arr: np.ndarray, comp: np.ndarray, loose: np.ndarray):
+    """(circuit index, accelerator, port) for `connect`'s re-pointing move, or None: the first circuit on a
+    cycle whose switch has a free port of an accelerator in another component."""
+    used = np.zeros(layout.switch_of_port.shape, dtype=bool)
+    used[arr[:, 1], arr[:, 2]] = True
+    used[arr[:, 3], arr[:, 4]] = True
+    fa, fp = np.nonzero(~used & (layout.switch_of_port >= 0))
+    fs = layout.switch_of_port[fa, fp]
+    for e in loose.tolist():
+        hit = np.flatnonzero((fs == arr[e, 0]) & (comp[fa] != comp[arr[e, 1]]))
+        if hit.size:
+            return e, int(fa[hit[0]]), int(fp[hit[0]])
+    return None
 
 
 def _from_switch_pairs(layout: OCSLayout, pairs: list[tuple[int, int]], switch_of: list[int]) -> Wiring:

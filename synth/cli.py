@@ -14,7 +14,7 @@ from typing import Any, Callable
 import click
 
 from . import __version__
-from .errors import InvalidInput, SynthError
+from .errors import Infeasible, InvalidInput, SynthError
 
 EXIT_INVALID = 1   # verify: the artifact breaks a rule
 EXIT_USAGE = 2     # bad input of any kind
@@ -590,6 +590,11 @@ def wire(source: str, output: str, solver: str, backend: str, objective: str, po
     res = run(problem, solver, params)
     if res.artifact is None:
         raise InvalidInput(f"{res.solver} found no wiring ({res.status.value}: {res.message})", field="--solver")
+    if res.objective is None or not math.isfinite(res.objective):    # a wiring that leaves demand unserved
+        proven = res.bound is not None and not math.isfinite(res.bound)
+        how = "on a circuit of its own" if problem.policy == "direct" else "over a path"
+        raise Infeasible(f"{res.solver} found no wiring that serves every pair that exchanges bytes {how}"
+                         + (" (proven: none exists on this layout)" if proven else "") + "; nothing written")
     bad = wiring_violations(res.artifact)
     if bad:  # never write an artifact the verifier rejects
         raise InvalidInput(f"internal error: {res.solver} wiring fails verify: {bad[0].message}", field="--solver")

@@ -110,6 +110,55 @@ class WiringProblem:
                 rows = ", ".join(f"{r} ({peers[r]} peers, {ports[r]} ports)" for r in over[:5])
                 more = f" and {over.size - 5} more" if over.size > 5 else ""
                 raise Infeasible(f"direct-only wiring cannot serve rows {rows}{more}")
+        else:
+            self._check_connectable()
+
+    def _check_connectable(self) -> None:
+        """Refuse demand no wiring within the port budgets can connect. Every group of accelerators joined by
+        demand must lie in one connected piece of the wiring, which contains a tree spanning the group whose
+        other nodes relay (degree >= 2 in the tree): with d_v <= p_v circuits at each node, sum over the
+        group of d_v = 2 (|group| - 1) - sum over relays of (d_u - 2), so the group's ports plus every other
+        accelerator's p_u - 2 must reach 2 (|group| - 1) (one port each at least). Switches are not looked
+        at beyond how many circuits their radix takes: the groups' spanning trees need sum (|group| - 1) of
+        them. Necessary conditions (ports = 1 everywhere, a hub's peers with one port between them, switches
+        too small for a tree)."""
+        import scipy.sparse as sp
+        from scipy.sparse.csgraph import connected_components
+        t = self.traffic.bytes_
+        lay = self.layout
+        ports = lay.capacity.sum(axis=1)
+        talks = (t > 0) | (t.T > 0)
+        dark = np.flatnonzero(talks.any(axis=1) & (ports == 0))
+        if dark.size:
+            raise Infeasible(f"accelerator {dark[0]} has demand but no OCS port")
+        k, label = connected_components(talks, directed=False)
+        sizes = np.bincount(label, minlength=k)
+        attached = lay.capacity.sum(axis=0)
+        radix = np.array(lay.switch_radix)
+        # a circuit joins two accelerators on one switch: only accelerators linked by a chain of shared
+        # switches (that can host a circuit) can ever reach each other
+        a, s = np.nonzero((lay.capacity > 0) & ((attached >= 2) & (radix >= 2))[None, :])
+        n = self.accelerators
+        g = sp.coo_matrix((np.ones(a.size), (a, n + s)), shape=(n + lay.switches,) * 2)
+        _, reach = connected_components(g, directed=False)
+        u, v = np.nonzero(talks & (reach[:n, None] != reach[None, :n]))
+        if u.size:
+            raise Infeasible(f"accelerators {u[0]} and {v[0]} exchange bytes, but no chain of shared switches "
+                             "joins their ports: no wiring on this layout connects them")
+        slack = np.maximum(ports - 2, 0)
+        for c in np.flatnonzero(sizes >= 2):
+            members = np.flatnonzero(label == c)
+            have = int(ports[members].sum() + slack.sum() - slack[members].sum())
+            if have < 2 * (members.size - 1):
+                raise Infeasible(f"no wiring within the port budget connects the {members.size} accelerators "
+                                 f"that exchange bytes with accelerator {members[0]}: a connected wiring needs "
+                                 f"{2 * (members.size - 1)} port ends among them (plus relays' ports beyond two), "
+                                 f"they have {have}")
+        circuits = int((np.minimum(attached, radix) // 2).sum())
+        need = int((sizes - 1).sum())
+        if circuits < need:
+            raise Infeasible(f"no wiring within the switches' radix connects the demand: its groups need {need} "
+                             f"circuits, the switches take {circuits}")
 
     @classmethod
     def from_instance(cls, inst: Any, traffic: TrafficMatrix, objective: str = "time", policy: str = "multihop",

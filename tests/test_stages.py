@@ -152,9 +152,9 @@ def test_symmetric_relaxation_drops_the_hand_off_and_labels_follow_the_groups():
     t = r.traffic.bytes_
     assert t[:3, 3:].sum() == 0 and t[3:, :3].sum() == 0 and (t[:3, :3] == p.traffic.bytes_[:3, :3]).all()
     assert case_labels(tg.groups, (3, (2, 1), (3,)), 6) == [2, 1, 0, 3, 0, 0]
-    cap = p.layout.capacity.copy()
-    cap[0, 0] += 1                              # one accelerator with an extra port on the first switch
-    lay = OCSLayout(cap, p.layout.switch_radix)
+    sop = np.hstack([p.layout.switch_of_port, np.full((6, 1), -1)])
+    sop[0, -1] = 0                              # one accelerator with an extra port on the first switch
+    lay = OCSLayout(sop, p.layout.switch_radix)
     assert symmetric_relaxation(WiringProblem(p.traffic, lay, 800.0, "time"), tg) is None
 
 

@@ -415,6 +415,60 @@ def test_problem_bad_inputs():
         WiringProblem(TrafficMatrix(t), OCSLayout(np.full((6, 1), -1), (6,)), 800.0)
 
 
+def test_problem_refuses_demand_no_wiring_connects():
+    """Demand no wiring can connect is refused up front (the MILP used to answer FEASIBLE with an infinite
+    objective and `wire` wrote it; lp-round overfilled a switch and stopped on an internal error)."""
+    a2a = np.where(np.eye(6), 0, 1.0)
+    # one port each: the wiring is a matching, no tree spans six (10 port ends needed, 6 there)
+    with pytest.raises(Infeasible, match="connects the 6 accelerators .* needs 10 port ends .* they have 6"):
+        WiringProblem(TrafficMatrix(a2a), OCSLayout.uniform(6, 1), 800.0)
+    # ... but a relay with spare ports can make the tree: a star through accelerator 5 (five ports)
+    sop = np.array([[0, -1, -1, -1, -1]] * 5 + [[0] * 5])
+    pairs = np.zeros((6, 6))
+    pairs[0, 1:5] = 1.0
+    WiringProblem(TrafficMatrix(pairs), OCSLayout(sop, (12,)), 800.0)
+    with pytest.raises(Infeasible, match="needs 8 port ends among them .* they have 7"):    # four: one short
+        WiringProblem(TrafficMatrix(pairs), OCSLayout(np.where(np.arange(5) < 4, sop, -1), (12,)), 800.0)
+    # an accelerator with demand but no port on an OCS
+    sop = np.array([[0, 1]] * 5 + [[-1, -1]])
+    with pytest.raises(Infeasible, match="accelerator 5 has demand but no OCS port"):
+        WiringProblem(TrafficMatrix(a2a), OCSLayout(sop, (12, 12)), 800.0)
+    # radix: two switches of radix 2 take two circuits, four accelerators need three
+    with pytest.raises(Infeasible, match="need 3 circuits, the switches take 2"):
+        WiringProblem(TrafficMatrix(np.where(np.eye(4), 0, 1.0)), OCSLayout.uniform(4, 2, 2), 800.0)
+    # two islands of switches: 0 and 1 only on switch 0, 2 and 3 only on switch 1
+    sop = np.array([[0, 0], [0, 0], [1, 1], [1, 1]])
+    with pytest.raises(Infeasible, match="accelerators 0 and 2 exchange bytes, but no chain of shared switches"):
+        WiringProblem(TrafficMatrix(np.where(np.eye(4), 0, 1.0)), OCSLayout(sop, (4, 4)), 800.0)
+    # demand inside each island alone is fine
+    WiringProblem(TrafficMatrix(np.kron(np.eye(2), 1 - np.eye(2))), OCSLayout(sop, (4, 4)), 800.0)
+
+
+@pytest.mark.parametrize("solver", ["milp", "lp-round", "search", "expander", "topoopt", "greedy"])
+def test_switches_short_of_radix_still_get_a_connected_wiring(solver):
+    """Five accelerators with two ports on two switches of radix 4: four circuits in all, exactly a spanning
+    path. lp-round filled spare ports past the radix (an invalid wiring, an internal error), and where the
+    spent radix left an accelerator without a circuit no 2-swap could reach it: `connect` now re-points a
+    circuit on a cycle to the stranded accelerator's free port."""
+    p = WiringProblem(TrafficMatrix(np.where(np.eye(5), 0, 1e6)), OCSLayout.uniform(5, 2, 4), 100.0)
+    r = wire(p, solver, SolveParams(time_limit_s=5, max_moves=200))
+    assert not wiring_violations(r.artifact) and len(r.artifact.circuits) == 4
+    assert r.objective == pytest.approx(4.8e-10 * 1e6, rel=1e-6)    # every spanning path: the MILP's optimum
+
+
+def test_connect_repoints_a_cycle_circuit_to_a_stranded_accelerator():
+    """Two switches of radix 2, both spent on a doubled circuit 1-2: accelerators 0 and 3 hold no circuit, so
+    no 2-swap reaches them; re-pointing one of the parallel circuits to 0's free port on its switch joins 0."""
+    from scipy.sparse.csgraph import connected_components
+
+    from solvers.baselines import connect
+    w = Wiring(4, 2, (Circuit(0, 1, 0, 2, 0), Circuit(1, 1, 1, 2, 1)), OCSLayout.uniform(4, 2, 2))
+    joined = connect(w)
+    assert connected_components(w.adjacency())[0] == 3 and connected_components(joined.adjacency())[0] == 2
+    assert not wiring_violations(joined) and len(joined.circuits) == 2
+    assert joined.adjacency()[1, 2] == 1 and joined.adjacency()[0].sum() == 1
+
+
 def test_fixed_circuits_are_kept():
     fixed = (Circuit(0, 0, 0, 3, 0),)
     res = wire(problem(ring_demand(6), 2, fixed_circuits=fixed), "milp", SolveParams(time_limit_s=60))
@@ -496,6 +550,8 @@ def test_cli_wire_bad_inputs(tmp_path):
         (("--ports", "2", "--port-bandwidth-gbps", "100", "--switch-radix", "1"), "cannot host a circuit"),
         (("--ports", "2", "--port-bandwidth-gbps", "100", "--policy", "direct"), "direct-only wiring cannot serve rows"),
         (("--ports", "2", "--port-bandwidth-gbps", "100", "--max-moves", "0"), "--max-moves: must be >= 1"),
+        (("--ports", "1", "--port-bandwidth-gbps", "100"), "needs 10 port ends among them"),
+        (("--ports", "2", "--port-bandwidth-gbps", "100", "--switch-radix", "2"), "need 5 circuits, the switches take 2"),
     ]
     for args, needle in cases:
         code, _, err = run("wire", m, "-o", str(tmp_path / "w.json"), *args)
@@ -1144,6 +1200,21 @@ def test_direct_policy_scores_an_unserved_demand_as_never_done():
     assert res.objective == float("inf") and res.gap == 1.0 and res.status == SolveStatus.FEASIBLE
     res = wire(prob, "search", SolveParams(time_limit_s=5))
     assert res.objective == pytest.approx(0.01) and res.status == SolveStatus.OPTIMAL
+
+
+def test_cli_writes_no_wiring_that_leaves_demand_unserved(tmp_path):
+    """`wire` refuses an answer with an infinite objective (exit 2, one line, the file in place kept):
+    here the expander under the direct policy, which leaves demands without a circuit of their own."""
+    t = np.zeros((5, 5))
+    for a, c in [(0, 1), (2, 3), (0, 2), (1, 4)]:
+        t[a, c] = t[c, a] = 1e9
+    m, out = str(tmp_path / "m.npy"), tmp_path / "w.json"
+    np.save(m, t)
+    out.write_text("keep")
+    code, _, err = run("wire", m, "-o", str(out), "--ports", "3", "--port-bandwidth-gbps", "800", "--policy",
+                       "direct", "--solver", "expander")
+    assert code == 2 and err.count("\n") == 1 and "expander found no wiring that serves every pair" in err, err
+    assert "on a circuit of its own" in err and out.read_text() == "keep"
 
 
 def test_cli_spare_ports_stay_dark(tmp_path):
