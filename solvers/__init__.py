@@ -138,25 +138,7 @@ def _lp_round(problem: WiringProblem, params: SolveParams) -> Wiring:
         except Infeasible:
             chosen = chosen[:-1]
     # spare ports: pair them inside their switch so nothing stays dark
-    from synth.model import Circuit
-    used = {(c.a, c.a_port) for c in w.circuits} | {(c.b, c.b_port) for c in w.circuits}
-    extra = []
-    rng = np.random.default_rng(params.seed)
-    on = np.bincount([c.switch for c in w.circuits], minlength=problem.layout.switches)
-    for s in range(problem.layout.switches):
-        free = [(int(a), int(k)) for a, k in zip(*np.nonzero(problem.layout.switch_of_port == s))
-                if (int(a), int(k)) not in used]
-        free = [free[i] for i in rng.permutation(len(free))]
-        room = problem.layout.switch_radix[s] // 2 - int(on[s])     # circuits the switch's radix still takes
-        while len(free) >= 2 and room > 0:
-            room -= 1
-            a = free.pop()
-            j = next((i for i in range(len(free) - 1, -1, -1) if free[i][0] != a[0]), None)
-            if j is None:
-                break
-            b = free.pop(j)
-            extra.append(Circuit(s, a[0], a[1], b[0], b[1]))
-    return baselines.connect(Wiring(n, problem.ports, w.circuits + tuple(extra), problem.layout))
+    return baselines.connect(baselines.fill_spare_ports(w, params.seed))
 
 
 def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: str, t0: float,

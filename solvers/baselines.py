@@ -220,7 +220,10 @@ def topoopt(traffic: np.ndarray, layout: OCSLayout, seed: int = 0, ring_ports: i
     import math as _m
     import networkx as nx
     n, p = layout.accelerators, layout.ports
-    ring_ports = (p // 2) // 2 * 2 if ring_ports is None else ring_ports
+    cap = layout.capacity.sum(axis=1)        # OCS ports per accelerator (ports off every OCS do not count)
+    on = (layout.capacity > 0) & (np.array(layout.switch_radix) >= 2)[None, :]
+    capable = (on.astype(np.int64) @ on.T.astype(np.int64)) > 0    # pairs that share a switch
+    ring_ports = (int(cap.min()) // 2) // 2 * 2 if ring_ports is None else min(ring_ports, int(cap.min()))
     strides = [k for k in range(1, n // 2 + 1) if _m.gcd(k, n) == 1][: ring_ports // 2]
     pairs: list[tuple[int, int]] = []
     colour: list[int] = []    # the switch of each pair when the construction colours itself (uniform layout)
@@ -232,15 +235,18 @@ def topoopt(traffic: np.ndarray, layout: OCSLayout, seed: int = 0, ring_ports: i
     for a, b in pairs:
         rem[a, b] /= 2
         rem[b, a] /= 2
-    for mi in range(p - 2 * len(strides)):
+    deg = np.full(n, 2 * len(strides)) if n > 2 else np.bincount(np.array(pairs, int).ravel(), minlength=n)
+    for mi in range(int(cap.max()) - 2 * len(strides)):
+        room = deg < cap         # the matchings use the ports each accelerator has left
+        live = rem * room[:, None] * room[None, :] * capable
         if n <= BLOSSOM_MAX:
             g = nx.Graph()
-            iu, ju = np.nonzero(np.triu(rem, 1) > 0)
+            iu, ju = np.nonzero(np.triu(live, 1) > 0)
             g.add_weighted_edges_from((int(a), int(b), float(rem[a, b])) for a, b in zip(iu, ju))
             match = nx.max_weight_matching(g, maxcardinality=False)
         else:
             match, used = [], np.zeros(n, dtype=bool)
-            iu, ju = np.nonzero(np.triu(rem, 1) > 0)
+            iu, ju = np.nonzero(np.triu(live, 1) > 0)
             for e in np.argsort(-rem[iu, ju], kind="stable"):
                 a, b = int(iu[e]), int(ju[e])
                 if not used[a] and not used[b]:
@@ -253,10 +259,11 @@ def topoopt(traffic: np.ndarray, layout: OCSLayout, seed: int = 0, ring_ports: i
             colour.append(2 * len(strides) + mi)
             rem[a, b] /= 2
             rem[b, a] /= 2
+            deg[int(a)] += 1
+            deg[int(b)] += 1
     # spare ports (a node left out of a matching) pair up at random so nothing stays dark
-    deg = np.bincount(np.array(pairs, dtype=np.int64).ravel(), minlength=n) if pairs else np.zeros(n, int)
     rng = np.random.default_rng(seed)
-    spare = [v for v in rng.permutation(n).tolist() for _ in range(int(p - deg[v]))]
+    spare = [v for v in rng.permutation(n).tolist() for _ in range(int(cap[v] - deg[v]))]
     used = np.zeros((n, p), bool)
     own = n % 2 == 0 and n > 2 and layout.is_uniform() and min(layout.switch_radix) >= n
     for (a, b), c in zip(pairs, colour):
@@ -277,12 +284,39 @@ def topoopt(traffic: np.ndarray, layout: OCSLayout, seed: int = 0, ring_ports: i
     from synth.errors import Infeasible
     if own:   # the construction is its own edge colouring: switch c holds the pairs of colour c
         return connect(_from_switch_pairs(layout, pairs, colour))
+    pairs = [(a, b) for a, b in pairs if capable[a, b]]     # a ring's step between ports on no common switch
     try:
-        return connect(Wiring.from_pairs(n, p, pairs, layout, seed=seed))
+        return connect(fill_spare_ports(Wiring.from_pairs(n, p, pairs, layout, seed=seed), seed))
     except Infeasible:  # drop circuits until the rest colours (an odd ring on too few switches)
-        for cut in range(1, len(pairs)):
+        for cut in range(1, len(pairs) + 1):
             try:
-                return connect(Wiring(n, p, realize(layout, pairs[:-cut], seed=seed, restarts=4), layout))
+                w = Wiring(n, p, realize(layout, pairs[:-cut], seed=seed, restarts=4), layout)
             except Infeasible:
                 continue
+            return connect(fill_spare_ports(w, seed))
         raise
+
+
+def fill_spare_ports(wiring: Wiring, seed: int = 0) -> Wiring:
+    """`wiring` with its free ports paired inside their switch (two accelerators, within the switch's radix),
+    at random, so that no port stays dark that a circuit could use."""
+    lay = wiring.layout
+    used = {(c.a, c.a_port) for c in wiring.circuits} | {(c.b, c.b_port) for c in wiring.circuits}
+    on = np.bincount([c.switch for c in wiring.circuits], minlength=lay.switches)
+    rng = np.random.default_rng(seed)
+    extra = []
+    for s in range(lay.switches):
+        free = [(int(a), int(k)) for a, k in zip(*np.nonzero(lay.switch_of_port == s)) if (int(a), int(k)) not in used]
+        free = [free[i] for i in rng.permutation(len(free))]
+        room = lay.switch_radix[s] // 2 - int(on[s])     # circuits the switch's radix still takes
+        while len(free) >= 2 and room > 0:
+            room -= 1
+            a = free.pop()
+            j = next((i for i in range(len(free) - 1, -1, -1) if free[i][0] != a[0]), None)
+            if j is None:
+                break
+            b = free.pop(j)
+            extra.append(Circuit(s, a[0], a[1], b[0], b[1]))
+    if not extra:
+        return wiring
+    return Wiring(wiring.accelerators, wiring.ports_per_accelerator, wiring.circuits + tuple(extra), lay)

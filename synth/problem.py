@@ -119,8 +119,8 @@ class WiringProblem:
         other nodes relay (degree >= 2 in the tree): with d_v <= p_v circuits at each node, sum over the
         group of d_v = 2 (|group| - 1) - sum over relays of (d_u - 2), so the group's ports plus every other
         accelerator's p_u - 2 must reach 2 (|group| - 1) (one port each at least). Switches are not looked
-        at beyond how many circuits their radix takes: the groups' spanning trees need sum (|group| - 1) of
-        them. Necessary conditions (ports = 1 everywhere, a hub's peers with one port between them, switches
+        at beyond how many circuits they take (radix, and ports of two accelerators): the groups' spanning
+        trees need sum (|group| - 1) of them. Necessary conditions (ports = 1 everywhere, a hub's peers with one port between them, switches
         too small for a tree)."""
         import scipy.sparse as sp
         from scipy.sparse.csgraph import connected_components
@@ -154,7 +154,9 @@ class WiringProblem:
                                  f"that exchange bytes with accelerator {members[0]}: a connected wiring needs "
                                  f"{2 * (members.size - 1)} port ends among them (plus relays' ports beyond two), "
                                  f"they have {have}")
-        circuits = int((np.minimum(attached, radix) // 2).sum())
+        # a switch holds at most radix / 2 circuits, and each joins two accelerators: a matching of its ports
+        # with no two of one accelerator, at most min(ports / 2, ports - the most one accelerator has)
+        circuits = int(np.minimum(np.minimum(attached, radix) // 2, attached - lay.capacity.max(axis=0)).sum())
         need = int((sizes - 1).sum())
         if circuits < need:
             raise Infeasible(f"no wiring within the switches' radix connects the demand: its groups need {need} "

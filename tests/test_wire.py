@@ -456,6 +456,22 @@ def test_switches_short_of_radix_still_get_a_connected_wiring(solver):
     assert r.objective == pytest.approx(4.8e-10 * 1e6, rel=1e-6)    # every spanning path: the MILP's optimum
 
 
+@pytest.mark.parametrize("sop,radix", [
+    ([[0, 1, -1], [0, 1, -1], [0, 1, 2], [0, 1, 2], [0, 1, 2], [0, 1, 2]], (12, 12, 12)),   # ports off every OCS
+    ([[0, 0], [0, 1], [1, 1], [1, 1]], (8, 8)),                                           # 0, 2: no common switch
+    ([[-1, 0, 2], [-1, 2, -1], [0, -1, -1], [2, 1, 1], [1, 3, -1], [1, -1, -1], [1, 2, 1]], (4, 6, 6, 16)),  # both
+])
+@pytest.mark.parametrize("solver", ["topoopt", "search"])
+def test_topoopt_keeps_to_the_ports_each_accelerator_has(sop, radix, solver):
+    """TopoOpt-style gave every accelerator the layout's port count and paired accelerators on no common
+    switch: on these layouts it raised or came out disconnected (and the search, which builds it as a start,
+    raised with it)."""
+    n = len(sop)
+    p = WiringProblem(TrafficMatrix(np.where(np.eye(n), 0, 1e6)), OCSLayout(np.array(sop), radix), 100.0)
+    r = wire(p, solver, SolveParams(time_limit_s=5, max_moves=200))
+    assert not wiring_violations(r.artifact) and np.isfinite(r.objective)
+
+
 def test_connect_repoints_a_cycle_circuit_to_a_stranded_accelerator():
     """Two switches of radix 2, both spent on a doubled circuit 1-2: accelerators 0 and 3 hold no circuit, so
     no 2-swap reaches them; re-pointing one of the parallel circuits to 0's free port on its switch joins 0."""
