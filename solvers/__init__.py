@@ -47,6 +47,8 @@ from .bounds import LP_BOUND_MAX, best_bound, final_bound, instant_bound
 COUPLED_SHARE = 0.25   # of the time limit, for wiring one of the coupled groups (solvers/coupled.py)
 HUB_TRIES = 32        # relay-hubs and heavy-pairs draws, the one with the fewest byte-hops is the candidate
 ASIDE_SHARE = 0.25    # of the time limit, for scoring exactly the wirings offered beside the search
+START_SHARE = 0.3     # of the time limit at most, for scoring the search's starts (a tenth each)
+MIN_SCORE_S = 0.5     # the shortest clock a wiring is scored on (ECMP first, then the multi-path routing)
 PLACE_SHARE = 0.1     # of the time limit at most, for placing skewed demand on the near-Moore wiring
 UNIFORM_CV = 0.1       # demand spread up to which the geometric near-Moore starts are offered (_near_uniform)
 SEED_FROM = 16         # exact solves above this many accelerators start from the search's wiring (_seeded)
@@ -197,7 +199,10 @@ def _scored_start(problem: WiringProblem, params: SolveParams, candidates: dict[
     """The best start: by the final objective when scoring is cheap (up to 256 accelerators), else by
     hop-weighted bytes. Returns (name, wiring, score or None)."""
     if problem.accelerators <= 256:
-        scored = {k: problem.score(w, time_limit_s=max(2.0, params.time_limit_s / 10)) for k, w in candidates.items()}
+        # each on a tenth of the clock, all of them on at most START_SHARE of it (5 s for three starts on 57
+        # accelerators took 7.5 s when each had 2 s at least)
+        each = max(MIN_SCORE_S, min(params.time_limit_s / 10, START_SHARE * params.time_limit_s / len(candidates)))
+        scored = {k: problem.score(w, time_limit_s=each) for k, w in candidates.items()}
         best = min(scored, key=lambda k: scored[k][0])
         _say(params, "starts: " + ", ".join(f"{k} {v[0]:.6g} s" for k, v in scored.items()) + f"; searching from {best}")
         return best, candidates[best], scored[best]
@@ -364,7 +369,7 @@ def _prepare(problem: WiringProblem, params: SolveParams, shape: WiringProblem, 
     hubs = relay_hubs(problem.traffic.bytes_, problem.layout, params.seed, HUB_TRIES)
     if hubs is not None:
         aside["relay hubs"] = hubs
-    aside_scores = {k: problem.score(w, "best", max(2.0, ASIDE_SHARE * params.time_limit_s / len(aside)))
+    aside_scores = {k: problem.score(w, "best", max(MIN_SCORE_S, ASIDE_SHARE * params.time_limit_s / len(aside)))
                     for k, w in aside.items()}
     for k, sc in aside_scores.items():
         _say(params, f"{k}: {sc[0]:.6g} s (scored beside the search)")

@@ -349,11 +349,17 @@ def wiring_from_dict(doc: Any, *, source: str = "<wiring>") -> Wiring:
     from .errors import unknown_key_message
     if not isinstance(doc, dict):
         raise InvalidInput("must be a JSON object", source=source)
+    fmt = doc.get("format")
+    if isinstance(fmt, str) and fmt.startswith("ocs-synth/") and fmt != WIRING_FORMAT:
+        # another of the tool's files where a wiring belongs (a schedule passed to `verify` on its own)
+        raise InvalidInput(f'this is an {fmt} file, not a wiring ("{WIRING_FORMAT}")'
+                           + (": verify it with `ocs-synth verify WIRING --schedule FILE`"
+                              if fmt == "ocs-synth/schedule" else ""), field="format", source=source)
     for key in doc:
         if key not in _WIRING_KEYS:
             raise InvalidInput(unknown_key_message(key, _WIRING_KEYS), source=source)
-    if doc.get("format") != WIRING_FORMAT:
-        raise InvalidInput(f'must be "{WIRING_FORMAT}", got {doc.get("format")!r}', field="format", source=source)
+    if fmt != WIRING_FORMAT:
+        raise InvalidInput(f'must be "{WIRING_FORMAT}", got {fmt!r}', field="format", source=source)
     if doc.get("version") != WIRING_VERSION:
         raise InvalidInput(f"unsupported version {doc.get('version')!r} (this build reads {WIRING_VERSION})",
                            field="version", source=source)

@@ -110,6 +110,12 @@ class WiringProblem:
                 rows = ", ".join(f"{r} ({peers[r]} peers, {ports[r]} ports)" for r in over[:5])
                 more = f" and {over.size - 5} more" if over.size > 5 else ""
                 raise Infeasible(f"direct-only wiring cannot serve rows {rows}{more}")
+            lay = self.layout
+            on = ((lay.capacity > 0) & (np.array(lay.switch_radix) >= 2)[None, :]).astype(np.int64)
+            u, v = np.nonzero(np.triu((self.traffic.bytes_ > 0) | (self.traffic.bytes_.T > 0), 1) & (on @ on.T == 0))
+            if u.size:
+                raise Infeasible(f"direct-only wiring cannot serve accelerators {u[0]} and {v[0]}: they exchange "
+                                 "bytes but have ports on no common switch")
         else:
             self._check_connectable()
 

@@ -128,6 +128,10 @@ def test_verify_bad_files(tmp_path):
     assert_one_line_error(*run("verify", write(tmp_path, "lay.json", json.dumps(
         {**head, "accelerators": 2, "layout": {"switch_of_port": [[0], [0]]}})))[::2], "lay.json",
         'layout: unknown key "switch_of_port"')
+    # a schedule where the wiring belongs was read as a wiring with unknown keys ("collective")
+    assert_one_line_error(*run("verify", write(tmp_path, "s.json", json.dumps(
+        {"format": "ocs-synth/schedule", "version": 1, "collective": {}, "steps": []})))[::2], "s.json",
+        "format: this is an ocs-synth/schedule file, not a wiring")
 
 
 def test_real_entry_point_exit_code_and_debug(tmp_path):

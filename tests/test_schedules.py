@@ -282,16 +282,17 @@ def test_dimension_ordered_schedules_check_and_rotation_meets_the_bound(dims, me
 
 
 def test_saturating_allgather_meets_the_cut_bound_on_an_expander():
-    """Random 4-regular graph of 64 nodes, 1 GB, 16 chunks per rank: within 2% of the exact cut bound
-    (shortest-path broadcast trees: ~32% above), for all-gather and (reversed) all-reduce."""
+    """Random 4-regular graph of 48 nodes, 1 GB, 16 chunks per rank: within 2% of the exact cut bound
+    (1.6%; shortest-path broadcast trees: ~36% above), for all-gather and (reversed) all-reduce (64 nodes:
+    1.4%, twice the time)."""
     from solvers.saturate import saturating_allgather
-    adj = nx.to_numpy_array(nx.random_regular_graph(4, 64, seed=1), dtype=int)
+    adj = nx.to_numpy_array(nx.random_regular_graph(4, 48, seed=1), dtype=int)
     f = S.Fabric(adj, B, 0.6)
     for kind in ("allgather", "allreduce"):
-        coll = Collective(kind, tuple(range(64)), 1e9)
-        s = saturating_allgather(f, coll, 16 * 64)
+        coll = Collective(kind, tuple(range(48)), 1e9)
+        s = saturating_allgather(f, coll, 16 * 48)
         assert check_schedule(s, adj).ok
-        assert f.time_us(s) < 0.7 * f.time_us(S.trees(f, coll, 16 * 64))
+        assert f.time_us(s) < 0.7 * f.time_us(S.trees(f, coll, 16 * 48))
         assert 1 - S.lower_bounds(f, coll).time_us / f.time_us(s) < 0.02
 
 

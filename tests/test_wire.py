@@ -385,7 +385,8 @@ def _idle_random(seed: int):
 
 def test_relay_count_bound_never_exceeds_a_proven_optimum():
     checked = 0
-    for seed in (1, 5, 8, 10, 12, 25, 36, 38):      # instances where the bound beats the others
+    seeds = (1, 8, 10, 12, 25, 36, 38)       # instances where the bound beats the others (seed 5 too: 13 s to prove)
+    for seed in seeds:
         rng = np.random.default_rng(seed)
         n, ports = int(rng.integers(4, 9)), int(rng.integers(2, 6))
         t = {0: lambda: (rng.integers(0, 6, (n, n)) * 1e6).astype(float),
@@ -400,13 +401,16 @@ def test_relay_count_bound_never_exceeds_a_proven_optimum():
         named = res.extra["bounds"]
         assert relay_count_bound(p) <= res.objective * (1 + 1e-9), seed
         checked += relay_count_bound(p) > max(named["injection"], named["moore"], named["lp_relaxation"])
-    assert checked == 8
+    assert checked == len(seeds)
 
 
 def test_problem_bad_inputs():
     t = ring_demand(6)
     with pytest.raises(Infeasible, match=r"direct-only wiring cannot serve rows 0 \(5 peers, 2 ports\)"):
         WiringProblem(TrafficMatrix(np.where(np.eye(6), 0, 1.0)), OCSLayout.uniform(6, 2), 800.0, policy="direct")
+    with pytest.raises(Infeasible, match="cannot serve accelerators 0 and 2: .* no common switch"):
+        WiringProblem(TrafficMatrix(np.where(np.eye(3), 0, 1.0)), OCSLayout(np.array([[0, 0], [0, 1], [1, 1]]), (6, 6)),
+                      800.0, policy="direct")
     with pytest.raises(InvalidInput, match="no switch can host a circuit"):
         WiringProblem(TrafficMatrix(t), OCSLayout(np.arange(12).reshape(6, 2), (2,) * 12), 800.0)
     with pytest.raises(Infeasible, match="fixed circuits are infeasible.*attached to switch 0, not 1"):
@@ -846,11 +850,11 @@ def test_near_moore_wiring_from_the_polarity_graph():
     assert near_moore(OCSLayout.uniform(40, 8)) is None         # too far below q^2 + q + 1
     t = np.full((57, 57), 1e6)
     np.fill_diagonal(t, 0)
-    res = wire(problem(t, 8), "search", SolveParams(time_limit_s=10))
+    res = wire(problem(t, 8), "search", SolveParams(time_limit_s=5, max_moves=500))
     assert res.extra["start"] == "near-moore" and not wiring_violations(res.artifact)
     t[:20] *= 2          # skewed senders: the geometric wiring is offered beside the search, placed, never searched
     p = problem(t, 8)
-    res = wire(p, "search", SolveParams(time_limit_s=5))
+    res = wire(p, "search", SolveParams(time_limit_s=5, max_moves=500))
     built = near_moore(p.layout)
     assert not wiring_violations(res.artifact)
     if res.extra["start"] == "near-moore":           # the same graph, its accelerators relabelled
@@ -1007,13 +1011,14 @@ def test_final_answers_are_scored_by_the_routing_lp_when_it_fits():
     res = wire(p, "expander", SolveParams(seed=1))
     w = res.artifact
     from synth.routing import path_lp_routing
-    mwu, how = p.score(w)
+    mwu, how = p.score(w, "auto", time_limit_s=2.0)      # MWU (not the LP) at this size, on a short clock
     lp, _ = p.score(w, "optimal")
     assert how.startswith("mwu") and lp < mwu
     assert res.objective == pytest.approx(lp, rel=1e-9) and "optimal" in res.artifact.solve["routing"]
     # the path LP over MWU's paths, grown by column generation until no path has a negative reduced cost,
     # reaches the arc LP's optimum (it takes over where the arc LP is too big)
-    worse = wire(p, "greedy").artifact
+    from solvers.baselines import greedy
+    worse = greedy(t, p.layout)
     for wiring, opt in ((w, lp), (worse, p.score(worse, "optimal")[0])):
         for rounds in (30, 1):       # one round: one path per demand, the rest from column generation
             value, how_path = path_lp_routing(p.network(wiring), t, time_limit_s=30, rounds=rounds)
