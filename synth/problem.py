@@ -229,6 +229,25 @@ class WiringProblem:
         return Network.from_pairs("ocs", self.accelerators, self.accelerators, np.stack([i, j], axis=1),
                                   adj[i, j] * self.port_bytes_per_s, self.link_latency_us)
 
+    def time_floor(self, wiring: Wiring) -> float:
+        """A lower bound (s) on `wiring`'s time under any routing: every byte crosses at
+        least its pair's hop distance of links, so the busiest link carries at least the byte-hops over all
+        capacity, and each accelerator's bytes leave (and arrive) over its own circuits. 0 where it does not
+        apply (other objectives, direct policy); inf when a demand has no path."""
+        if self.objective != "time" or self.policy == "direct":
+            return 0.0
+        net = self.network(wiring)
+        n, dem = self.accelerators, self.traffic.bytes_
+        dist = net.dist[:n, :n]
+        if ((dem > 0) & (dist >= np.iinfo(np.int32).max)).any():
+            return float("inf")
+        out = np.bincount(net.src, weights=net.capacity_bps, minlength=net.nodes)[:n]
+        inn = np.bincount(net.dst, weights=net.capacity_bps, minlength=net.nodes)[:n]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ends = max(float(np.nanmax(np.where(dem.sum(axis=1) > 0, dem.sum(axis=1) / out, 0.0))),
+                       float(np.nanmax(np.where(dem.sum(axis=0) > 0, dem.sum(axis=0) / inn, 0.0))))
+        return max(float((dem * dist).sum()) / float(net.capacity_bps.sum()), ends)
+
     def score_or_quick(self, wiring: Wiring, routing: str = "best", time_limit_s: float = 20.0) -> tuple[float, str, bool]:
         """`score` for a final answer: a Ctrl-C while it runs (its LPs and multi-path routing can take tens of
         seconds) falls back to ECMP's routing, a valid time for the wiring that takes a second, so the answer
@@ -239,7 +258,8 @@ class WiringProblem:
             objective, how = self.score(wiring, "ecmp", time_limit_s)
             return objective, f"{how} (Ctrl-C while scoring)", True
 
-    def score(self, wiring: Wiring, routing: str = "auto", time_limit_s: float = 20.0) -> tuple[float, str]:
+    def score(self, wiring: Wiring, routing: str = "auto", time_limit_s: float = 20.0,
+              resume: dict | None = None) -> tuple[float, str]:
         """(objective value, routing used) of a wiring; inf when a demand has no path. `routing` for the
         time objective: "optimal" (LP), "mwu" (multiplicative-weights multi-path, large instances),
         "ecmp", "auto" (optimal up to EXACT_ROUTING_MAX accelerators, else mwu) or "best" (auto, but on up to
@@ -247,7 +267,8 @@ class WiringProblem:
         staying 3-7% above the optimum on 64-144 accelerators; when its column generation stops short of a
         proof on degenerate duals and the arc LP fits in ARC_LP_MAX_COLUMNS, the arc LP gets the clock left
         and the better answer stands). Beyond EXACT_ROUTING_MAX the answer is ready within `time_limit_s`
-        (ECMP first, the heuristic gets the rest)."""
+        (ECMP first, the heuristic gets the rest). `resume` (a dict kept by the caller, one per wiring) lets
+        MWU alone go on across calls: a second clock on the same wiring adds rounds to the first."""
         dem = self.traffic.bytes_
         net = self.network(wiring)
         n = self.accelerators
@@ -298,5 +319,5 @@ class WiringProblem:
                     pass
             return (theta, how) if theta <= ecmp else (ecmp, "ecmp")
         from .routing import mwu_routing
-        theta, _, rounds = mwu_routing(net, dem, rounds=MWU_SCORE_ROUNDS, time_limit_s=left)
+        theta, _, rounds = mwu_routing(net, dem, rounds=MWU_SCORE_ROUNDS, time_limit_s=left, resume=resume)
         return min(theta, ecmp), f"mwu ({rounds} rounds)"

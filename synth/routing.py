@@ -222,8 +222,13 @@ def _cores() -> int:
 def mwu_routing(net: Network, demand: np.ndarray, rounds: int = 60, time_limit_s: float = 30.0,
                 eta: float = 1.0, progress: Callable[[str], None] | None = None,
                 lengths_out: list | None = None, preds_out: list | None = None, jitter: float = 1e-3,
-                seed: int = 0, blocks: int = MWU_BLOCKS, workers: int | None = None) -> tuple[float, np.ndarray, int]:
+                seed: int = 0, blocks: int = MWU_BLOCKS, workers: int | None = None,
+                resume: dict | None = None) -> tuple[float, np.ndarray, int]:
     """(time, link loads in bytes, rounds run) of the averaged MWU routing of `demand`.
+
+    `resume`: a dict that carries the run across calls on the same network and demand; empty, the run starts
+    afresh and leaves its state there, and a later call with it goes on from the round it stopped at (the
+    same rounds as one longer run: a second clock on a wiring adds to the first).
 
     `workers`: 2 runs the second half of every block in a helper process (`_Helper`), 1 runs alone, None
     picks 2 when this process has two cores and the routing is big enough to repay the helper's start
@@ -250,16 +255,21 @@ def mwu_routing(net: Network, demand: np.ndarray, rounds: int = 60, time_limit_s
     run = 0
     srcs = np.unique(s)
     parts = np.array_split(rng.permutation(srcs), min(blocks, max(srcs.size, 1)))
+    scale = None         # a whole round's largest utilization (the last round's), which normalizes the steps
+    first = 1
+    if resume:           # go on from where the last call on this routing stopped
+        length, total, weights, best, scale = (resume[k] for k in ("length", "total", "weights", "best", "scale"))
+        first = resume["run"] + 1
     arrays = (net.nodes, net.src, net.dst, s, d, amount, parts)
     halves = _Halves(*arrays)
     if workers is None:
         workers = 2 if _cores() >= 2 and srcs.size * net.links >= HELPER_MIN_WORK and rounds >= 10 else 1
-    helper = _Helper.acquire(arrays) if workers >= 2 and srcs.size >= 2 else None
-    scale = None         # a whole round's largest utilization (the last round's), which normalizes the steps
+    helper = _Helper.acquire(arrays) if workers >= 2 and srcs.size >= 2 and first <= rounds else None
     pred = np.empty((net.nodes, net.nodes), dtype=np.int64) if preds_out is not None else None
     want = pred is not None
+    run = first - 1
     try:
-        for run in range(1, rounds + 1):
+        for run in range(first, rounds + 1):
             loads = np.zeros(net.links)
             for k, blk in enumerate(halves.work):
                 asked = helper is not None and helper.ask(k, length, want)
@@ -290,6 +300,8 @@ def mwu_routing(net: Network, demand: np.ndarray, rounds: int = 60, time_limit_s
     finally:
         if helper is not None:
             helper.release()
+    if resume is not None:
+        resume.update(length=length, total=total, weights=weights, best=best, scale=scale, run=run)
     if lengths_out is not None:   # the final congestion-aware link lengths, for callers that need paths
         lengths_out.append(length)
     return best[0], best[1], run

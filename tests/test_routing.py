@@ -102,3 +102,18 @@ def test_bench_routing_reports_the_same_bits_and_rejects_bad_input(tmp_path):
     bad.write_text("{")
     r = CliRunner().invoke(main, ["bench", "routing", "instances/decode/llama405b-tp8pp2-16.toml", "--wiring", str(bad)])
     assert r.exit_code == 2 and "w.json" in r.stderr and r.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_resumed_run_is_the_longer_run(case, workers):
+    """`resume` carries MWU across calls: 4 rounds then up to 10 give the bits of one 10-round run, and a call
+    past the last round returns what the run had."""
+    net, dem = case
+    whole = mwu_routing(net, dem, rounds=10, time_limit_s=1e9, workers=workers, seed=5)
+    state: dict = {}
+    first = mwu_routing(net, dem, rounds=4, time_limit_s=1e9, workers=workers, seed=5, resume=state)
+    assert first[2] == 4 and state["run"] == 4 and first[0] > whole[0]
+    went_on = mwu_routing(net, dem, rounds=10, time_limit_s=1e9, workers=workers, seed=5, resume=state)
+    assert went_on[0] == whole[0] and went_on[2] == 10 and np.array_equal(went_on[1], whole[1])
+    again = mwu_routing(net, dem, rounds=10, time_limit_s=1e9, workers=workers, seed=5, resume=state)
+    assert again[0] == whole[0] and again[2] == 10
