@@ -176,8 +176,9 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
     except KeyboardInterrupt:
         w, tried, kept, limit = start, 0, 0, Limit.INTERRUPT
     score_s = max(1.0, params.time_limit_s - (time.perf_counter() - t0))   # the scoring ends on the clock
-    floor = problem.time_floor(w) if rival is not None and (start_score is None or start_score[0] >= rival[2][0]) \
-        else 0.0
+    floor = 0.0          # the searched wiring's, looked at only when a rival beats the start
+    if rival is not None and (start_score is None or start_score[0] >= rival[2][0]):
+        floor = problem.time_floor(w)
     if rival is not None and floor >= rival[2][0]:
         other, wiring, score, state = rival
         _say(params, f"the searched wiring cannot beat {other} (its floor {floor:.6g} s): routing {other} on "

@@ -152,16 +152,21 @@ def connect(wiring: Wiring) -> Wiring:
 def _repoint(layout: OCSLayout, arr: np.ndarray, comp: np.ndarray, loose: np.ndarray):
     """(circuit index, accelerator, port) for `connect`'s re-pointing move, or None: the first circuit on a
     cycle whose switch has a free port of an accelerator in another component."""
-    used = np.zeros(layout.switch_of_port.shape, dtype=bool)
-    used[arr[:, 1], arr[:, 2]] = True
-    used[arr[:, 3], arr[:, 4]] = True
-    fa, fp = np.nonzero(~used & (layout.switch_of_port >= 0))
+    fa, fp = np.nonzero(~_used_ports(layout, arr) & (layout.switch_of_port >= 0))
     fs = layout.switch_of_port[fa, fp]
     for e in loose.tolist():
         hit = np.flatnonzero((fs == arr[e, 0]) & (comp[fa] != comp[arr[e, 1]]))
         if hit.size:
             return e, int(fa[hit[0]]), int(fp[hit[0]])
     return None
+
+
+def _used_ports(layout: OCSLayout, arr: np.ndarray) -> np.ndarray:
+    """(N, ports) bool: the ports the circuits of `arr` (a circuit array) occupy."""
+    used = np.zeros(layout.switch_of_port.shape, dtype=bool)
+    used[arr[:, 1], arr[:, 2]] = True
+    used[arr[:, 3], arr[:, 4]] = True
+    return used
 
 
 def _from_switch_pairs(layout: OCSLayout, pairs: list[tuple[int, int]], switch_of: list[int]) -> Wiring:
@@ -221,8 +226,7 @@ def topoopt(traffic: np.ndarray, layout: OCSLayout, seed: int = 0, ring_ports: i
     import networkx as nx
     n, p = layout.accelerators, layout.ports
     cap = layout.capacity.sum(axis=1)        # OCS ports per accelerator (ports off every OCS do not count)
-    on = (layout.capacity > 0) & (np.array(layout.switch_radix) >= 2)[None, :]
-    capable = (on.astype(np.int64) @ on.T.astype(np.int64)) > 0    # pairs that share a switch
+    capable = layout.shares_switch()
     ring_ports = (int(cap.min()) // 2) // 2 * 2 if ring_ports is None else min(ring_ports, int(cap.min()))
     strides = [k for k in range(1, n // 2 + 1) if _m.gcd(k, n) == 1][: ring_ports // 2]
     pairs: list[tuple[int, int]] = []
@@ -301,12 +305,13 @@ def fill_spare_ports(wiring: Wiring, seed: int = 0) -> Wiring:
     """`wiring` with its free ports paired inside their switch (two accelerators, within the switch's radix),
     at random, so that no port stays dark that a circuit could use."""
     lay = wiring.layout
-    used = {(c.a, c.a_port) for c in wiring.circuits} | {(c.b, c.b_port) for c in wiring.circuits}
-    on = np.bincount([c.switch for c in wiring.circuits], minlength=lay.switches)
+    arr = wiring.circuit_array
+    idle = ~_used_ports(lay, arr)
+    on = np.bincount(arr[:, 0], minlength=lay.switches)
     rng = np.random.default_rng(seed)
     extra = []
     for s in range(lay.switches):
-        free = [(int(a), int(k)) for a, k in zip(*np.nonzero(lay.switch_of_port == s)) if (int(a), int(k)) not in used]
+        free = [(int(a), int(k)) for a, k in zip(*np.nonzero((lay.switch_of_port == s) & idle))]
         free = [free[i] for i in rng.permutation(len(free))]
         room = lay.switch_radix[s] // 2 - int(on[s])     # circuits the switch's radix still takes
         while len(free) >= 2 and room > 0:

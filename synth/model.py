@@ -154,6 +154,12 @@ class OCSLayout:
         np.add.at(cap, (a, self.switch_of_port[a, k]), 1)
         return cap
 
+    def shares_switch(self) -> np.ndarray:
+        """(N, N) bool: accelerators a and b both have a port on some switch that can host a circuit
+        (radix >= 2), i.e. a circuit between them is possible."""
+        on = ((self.capacity > 0) & (np.array(self.switch_radix) >= 2)[None, :]).astype(np.int64)
+        return (on @ on.T) > 0
+
     def is_uniform(self) -> bool:
         return bool(np.all(self.switch_of_port == np.arange(self.ports)[None, :])) and \
             self.switches == self.ports

@@ -110,9 +110,8 @@ class WiringProblem:
                 rows = ", ".join(f"{r} ({peers[r]} peers, {ports[r]} ports)" for r in over[:5])
                 more = f" and {over.size - 5} more" if over.size > 5 else ""
                 raise Infeasible(f"direct-only wiring cannot serve rows {rows}{more}")
-            lay = self.layout
-            on = ((lay.capacity > 0) & (np.array(lay.switch_radix) >= 2)[None, :]).astype(np.int64)
-            u, v = np.nonzero(np.triu((self.traffic.bytes_ > 0) | (self.traffic.bytes_.T > 0), 1) & (on @ on.T == 0))
+            talks = (self.traffic.bytes_ > 0) | (self.traffic.bytes_.T > 0)
+            u, v = np.nonzero(np.triu(talks & ~self.layout.shares_switch(), 1))
             if u.size:
                 raise Infeasible(f"direct-only wiring cannot serve accelerators {u[0]} and {v[0]}: they exchange "
                                  "bytes but have ports on no common switch")
@@ -126,8 +125,8 @@ class WiringProblem:
         group of d_v = 2 (|group| - 1) - sum over relays of (d_u - 2), so the group's ports plus every other
         accelerator's p_u - 2 must reach 2 (|group| - 1) (one port each at least). Switches are not looked
         at beyond how many circuits they take (radix, and ports of two accelerators): the groups' spanning
-        trees need sum (|group| - 1) of them. Necessary conditions (ports = 1 everywhere, a hub's peers with one port between them, switches
-        too small for a tree)."""
+        trees need sum (|group| - 1) of them. Necessary conditions (ports = 1 everywhere, a hub's peers with
+        one port between them, switches too small for a tree)."""
         import scipy.sparse as sp
         from scipy.sparse.csgraph import connected_components
         t = self.traffic.bytes_
@@ -243,9 +242,10 @@ class WiringProblem:
             return float("inf")
         out = np.bincount(net.src, weights=net.capacity_bps, minlength=net.nodes)[:n]
         inn = np.bincount(net.dst, weights=net.capacity_bps, minlength=net.nodes)[:n]
+        sent, received = dem.sum(axis=1), dem.sum(axis=0)
         with np.errstate(divide="ignore", invalid="ignore"):
-            ends = max(float(np.nanmax(np.where(dem.sum(axis=1) > 0, dem.sum(axis=1) / out, 0.0))),
-                       float(np.nanmax(np.where(dem.sum(axis=0) > 0, dem.sum(axis=0) / inn, 0.0))))
+            ends = max(float(np.nanmax(np.where(sent > 0, sent / out, 0.0))),
+                       float(np.nanmax(np.where(received > 0, received / inn, 0.0))))
         return max(float((dem * dist).sum()) / float(net.capacity_bps.sum()), ends)
 
     def score_or_quick(self, wiring: Wiring, routing: str = "best", time_limit_s: float = 20.0) -> tuple[float, str, bool]:

@@ -252,7 +252,6 @@ def mwu_routing(net: Network, demand: np.ndarray, rounds: int = 60, time_limit_s
     length = (1.0 + jitter * rng.random(net.links)) / cap
     total, weights = np.zeros(net.links), 0.0
     best = (np.inf, None)
-    run = 0
     srcs = np.unique(s)
     parts = np.array_split(rng.permutation(srcs), min(blocks, max(srcs.size, 1)))
     scale = None         # a whole round's largest utilization (the last round's), which normalizes the steps
