@@ -98,18 +98,24 @@ def _result(problem: WiringProblem, solver: str, wiring: Wiring, params: SolvePa
 
 
 def baseline(problem: WiringProblem, name: str, params: SolveParams = SolveParams()) -> SolveResult:
+    """The baseline `name`, scored and bounded. Fixed circuits: the expander and greedy are built on the ports
+    they leave (:func:`baselines.around`); the torus and TopoOpt-style, structures that colour themselves on a
+    uniform layout, are built whole and the fixed circuits swapped in (:func:`baselines.impose`: at 576
+    accelerators TopoOpt-style on the ports 8 fixed circuits leave took 128 s to colour)."""
     t0 = time.perf_counter()
-    lay, t = problem.layout, problem.traffic.bytes_
-    if name == "expander":
-        w = baselines.expander(lay, params.seed)
-    elif name == "greedy":
-        w = baselines.greedy(t, lay, params.seed)
-    elif name == "topoopt":
-        w = baselines.topoopt(t, lay, params.seed)
-    elif name == "torus":
-        w = baselines.torus3d(lay, baselines.torus_dims(problem.accelerators, problem.ports), params.seed)
-    else:
+    t = problem.traffic.bytes_
+    join = problem.policy != "direct"      # direct-only: greedy's circuit per pair stays where it is
+    builds = {"expander": lambda lay: baselines.expander(lay, params.seed),
+              "greedy": lambda lay: baselines.greedy(t, lay, params.seed, not join),
+              "topoopt": lambda lay: baselines.topoopt(t, lay, params.seed),
+              "torus": lambda lay: baselines.torus3d(lay, baselines.torus_dims(
+                  problem.accelerators, int(lay.capacity.sum(axis=1).min())), params.seed)}
+    if name not in builds:
         raise InvalidInput(f"unknown baseline {name!r}; valid: {', '.join(BASELINES)}", field="solver")
+    if name in ("torus", "topoopt"):      # structures of their own: built whole, the fixed circuits swapped in
+        w = baselines.impose(builds[name](problem.layout), problem.fixed_circuits)
+    else:
+        w = baselines.around(problem.fixed_circuits, problem.layout, builds[name], join or name != "greedy")
     return _result(problem, name, w, params, t0)
 
 
@@ -155,6 +161,8 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
     from .local_search import improve_hops, improve_two_hop
     budget = max(1.0, params.time_limit_s - (time.perf_counter() - t0))
     limit = Limit.NONE
+    if problem.fixed_circuits:       # the moves never touch a fixed pair's circuits
+        pinned = set(pinned or ()) | {(min(c.a, c.b), max(c.a, c.b)) for c in problem.fixed_circuits}
     p, n = int(problem.layout.capacity.sum(axis=1).max()), problem.accelerators
     dense = p + p * (p - 1) >= (n - 1) / 2      # two hops can reach most pairs: optimize that, incrementally
     try:
@@ -202,10 +210,13 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
 
 
 def _serves(problem: WiringProblem, wiring: Wiring) -> bool:
-    """Does every pair that exchanges bytes have a path in `wiring`?"""
+    """Does every pair that exchanges bytes have a path in `wiring` (under the direct policy, a circuit)?"""
     from scipy.sparse.csgraph import connected_components
-    _, label = connected_components(wiring.adjacency() > 0, directed=False)
     t = problem.traffic.bytes_
+    if problem.policy == "direct":
+        adj = wiring.adjacency()
+        return not ((t > 0) & (adj + adj.T == 0)).any()
+    _, label = connected_components(wiring.adjacency() > 0, directed=False)
     return not ((t > 0) & (label[:, None] != label[None, :])).any()
 
 
@@ -337,10 +348,9 @@ def _seeded(problem: WiringProblem) -> bool:
     time and phases objectives (the exact models there take their first wiring from the best start): at 64
     the model alone takes most of a minute's limit and the quick baselines were the answer (qwen3-235b-64,
     60 s: gap 75% against the search's 0.8%); on 20 accelerators in TP groups of 4 beside an all-to-all
-    (phases, 15 s) the coupled groups' wiring was 0.000832 s where the search reaches 0.000512 s. Fixed
-    circuits keep the baselines out, and the search too."""
-    return (problem.accelerators > SEED_FROM and problem.objective in ("time", "phases")
-            and problem.policy != "direct" and not problem.fixed_circuits)
+    (phases, 15 s) the coupled groups' wiring was 0.000832 s where the search reaches 0.000512 s. The search
+    keeps fixed circuits (its starts are built around them, its moves leave them be)."""
+    return problem.accelerators > SEED_FROM and problem.objective in ("time", "phases") and problem.policy != "direct"
 
 
 def _search_from(problem: WiringProblem, params: SolveParams, t0: float, shape: WiringProblem,
@@ -354,9 +364,10 @@ def _search_from(problem: WiringProblem, params: SolveParams, t0: float, shape: 
     except KeyboardInterrupt:
         # Ctrl-C before the search began (bounds, starts, scoring them): the best start built so far, timed by
         # ECMP's routing (a second at most), rather than nothing
-        cands = cands or {"expander": baselines.expander(problem.layout, params.seed)}
+        cands = cands or {"expander": baselines.around(problem.fixed_circuits, problem.layout,
+                                                       lambda lay: baselines.expander(lay, params.seed))}
         if start is not None:
-            cands["coupled groups"] = start
+            cands["coupled groups"] = baselines.impose(start, problem.fixed_circuits)
         scored = {k: problem.score(w, "ecmp") for k, w in cands.items()}
         best = min(scored, key=lambda k: scored[k][0])
         return _result(problem, "search", cands[best], params, t0, Limit.INTERRUPT,
@@ -380,25 +391,28 @@ def _prepare(problem: WiringProblem, params: SolveParams, shape: WiringProblem, 
     start's name, wiring and score, the heavy-pairs answer, and the wirings scored beside the search."""
     bound, named = best_bound(problem)      # cached: the answer's bound later costs nothing
     _say(params, f"bound {bound:.6g} s ({max(named, key=named.get)})")
-    cands["expander"] = baselines.expander(problem.layout, params.seed)
-    cands["topoopt"] = baselines.topoopt(problem.traffic.bytes_, problem.layout, params.seed)
+    fixed, t = problem.fixed_circuits, problem.traffic.bytes_     # fixed circuits: as in `baseline`
+    cands["expander"] = baselines.around(fixed, problem.layout, lambda lay: baselines.expander(lay, params.seed))
+    cands["topoopt"] = baselines.impose(baselines.topoopt(t, problem.layout, params.seed), fixed)
     if problem.policy == "direct":     # the only start built to give every demand its own circuit
-        cands["greedy"] = baselines.greedy(problem.traffic.bytes_, problem.layout, params.seed)
+        cands["greedy"] = baselines.around(fixed, problem.layout,
+                                           lambda lay: baselines.greedy(t, lay, params.seed, direct=True), join=False)
     # whole alternatives, scored exactly but not searched (`aside`): relay hubs, where the hop-count proxy
     # only moves hub circuits onto busy pairs (pd-96: 0.00391 s start, 0.00397-0.00407 s after the moves),
     # while where hubs do not pay the search from the best baseline wins (dlrm p = 4: 0.0055 s against
     # 0.0065); and the near-Moore wiring on skewed demand (_near_uniform)
     aside = {}
+    # the structured constructions are built whole, the fixed circuits swapped into them
     geometric = near_moore(problem.layout, params.seed)
     if geometric is not None:
         if _near_uniform(problem.traffic.bytes_):
-            cands["near-moore"] = geometric
+            cands["near-moore"] = baselines.impose(geometric, fixed)
         else:           # where the heavier accelerators sit on it decides its busiest links
-            aside["near-moore"] = placed(geometric, problem.traffic.bytes_, params.seed,
-                                         time_limit_s=PLACE_SHARE * params.time_limit_s)
-    hubs = relay_hubs(problem.traffic.bytes_, problem.layout, params.seed, HUB_TRIES)
+            aside["near-moore"] = baselines.impose(placed(geometric, problem.traffic.bytes_, params.seed,
+                                                          time_limit_s=PLACE_SHARE * params.time_limit_s), fixed)
+    hubs = relay_hubs(t, problem.layout, params.seed, HUB_TRIES)
     if hubs is not None:
-        aside["relay hubs"] = hubs
+        aside["relay hubs"] = baselines.impose(hubs, fixed)
     states: dict[str, dict] = {k: {} for k in aside}     # their MWU runs, for going on later (`_search`'s rival)
     aside_scores = {k: problem.score(w, "best", max(MIN_SCORE_S, ASIDE_SHARE * params.time_limit_s / len(aside)),
                                      resume=states[k]) for k, w in aside.items()}
@@ -406,9 +420,10 @@ def _prepare(problem: WiringProblem, params: SolveParams, shape: WiringProblem, 
         _say(params, f"{k}: {sc[0]:.6g} s (scored beside the search)")
     heavy = heavy_pairs(shape, params.seed, HUB_TRIES)
     if heavy is not None:
+        heavy = (baselines.impose(heavy[0], fixed), *heavy[1:])
         cands["heavy pairs"] = heavy[0]
     if start is not None:
-        cands["coupled groups"] = start
+        cands["coupled groups"] = baselines.impose(start, fixed)
     name, begin, score = _scored_start(problem, params, cands)
     return name, begin, score, heavy, aside, aside_scores, states
 
@@ -418,12 +433,34 @@ def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = Sol
     result and its wiring's solve block agree on status and limit, and a proven answer has limit "none"."""
     from dataclasses import replace
     res = _wire(problem, solver, params)
+    if problem.fixed_circuits and res.artifact is not None and not baselines.holds(res.artifact, problem.fixed_circuits):
+        res = _fixed_kept(problem, res, params)
     limit = res.limit.settled(res.status)
     if res.artifact is not None and res.artifact.solve and (res.artifact.solve.get("limit") != limit.value
                                      or res.artifact.solve.get("status") != res.status.value):
         res = replace(res, artifact=res.artifact.with_meta(solve={**res.artifact.solve, "status": res.status.value,
                                                                   "limit": limit.value}))
     return replace(res, limit=limit) if limit != res.limit else res
+
+
+def _fixed_kept(problem: WiringProblem, res: SolveResult, params: SolveParams) -> SolveResult:
+    """`res` with the fixed circuits on their own ports (:func:`baselines.impose`). The exact models hold each
+    fixed circuit's pair on its switch but number the ports their own way: renumbering keeps the circuits
+    between each pair, so the answer stands as it is; a wiring that had to change (a start built without the
+    fixed circuits) is scored again, keeping the bound the solver proved."""
+    from dataclasses import replace
+    w = baselines.impose(res.artifact, problem.fixed_circuits)
+    if np.array_equal(w.adjacency(), res.artifact.adjacency()):
+        return replace(res, artifact=Wiring(w.accelerators, w.ports_per_accelerator, w.circuits, w.layout,
+                                            res.artifact.solve, res.artifact.instance))
+    again = _result(problem, res.solver, w, params, time.perf_counter(), res.limit, res.extra)
+    bound = min(again.objective, max(again.bound or 0.0, res.bound or 0.0))
+    if bound == again.bound:
+        return again
+    gap = (again.objective - bound) / again.objective if again.objective and np.isfinite(again.objective) else 1.0
+    status = SolveStatus.OPTIMAL if gap <= params.rel_gap and np.isfinite(again.objective) else SolveStatus.FEASIBLE
+    solve = {**again.artifact.solve, "status": status.value, "bound": bound, "gap": gap}
+    return replace(again, status=status, bound=bound, artifact=again.artifact.with_meta(solve=solve))
 
 
 def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResult:
@@ -499,14 +536,23 @@ def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResu
         # the LP relaxation's rounding up to LP_BOUND_MAX accelerators, beyond it the relay count's integer
         # allocation where it gives pairs several circuits (heavy pairs), else the expander; circuits that a
         # pair has several of are pinned, as the hop proxy would move them away
-        heavy = heavy_pairs(shape, params.seed, HUB_TRIES) if problem.accelerators > LP_BOUND_MAX else None
+        heavy = heavy_pairs(shape, params.seed, HUB_TRIES) \
+            if problem.accelerators > LP_BOUND_MAX and not problem.fixed_circuits else None
         if heavy is not None:
             start, pinned, how = heavy[0], heavy[1], "heavy pairs"
         else:
             start = _lp_round(problem, params)
             how = "lp-relaxation" if problem.accelerators <= LP_BOUND_MAX else "expander"
+            start = baselines.impose(start, problem.fixed_circuits)
             if not _serves(problem, start):     # a switch short of radix spent on the wrong pairs
-                start, how = baselines.expander(problem.layout, params.seed), "expander"
+                # greedy (under the direct policy its circuit per pair), else the expander
+                direct = problem.policy == "direct"
+                builds = {"greedy": lambda lay: baselines.greedy(problem.traffic.bytes_, lay, params.seed, direct),
+                          "expander": lambda lay: baselines.expander(lay, params.seed)}
+                tries = {k: baselines.around(problem.fixed_circuits, problem.layout, f, join=not direct)
+                         for k, f in builds.items()}
+                how = next((k for k, w in tries.items() if _serves(problem, w)), "expander")
+                start = tries[how]
             iu, ju = np.nonzero(np.triu(start.adjacency() >= 2, 1))
             pinned = set(zip(iu.tolist(), ju.tolist())) if how == "lp-relaxation" else None
         score = problem.score(start, time_limit_s=max(MIN_SCORE_S, params.time_limit_s / 10)) \

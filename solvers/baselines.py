@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from synth.errors import InvalidInput
+from synth.errors import Infeasible, InvalidInput
 from synth.model import Circuit, OCSLayout, Wiring
 from synth.realize import assign_ports, realize
 
@@ -47,9 +47,10 @@ def expander(layout: OCSLayout, seed: int = 0) -> Wiring:
 
 def torus3d(layout: OCSLayout, dims: tuple[int, ...], seed: int = 0) -> Wiring:
     """A torus with the given dimensions as circuits: each dimension of size > 1 gets an even share of the
-    ports (2 * (p // 2D), the remainder two at a time to the first dimensions), half to each direction (a
-    dimension of size 2 gives both halves to its one neighbour); realized by edge colouring."""
-    n, p = layout.accelerators, layout.ports
+    ports (2 * (p // 2D), the remainder two at a time to the first dimensions; p the OCS ports every
+    accelerator has), half to each direction (a dimension of size 2 gives both halves to its one neighbour);
+    realized by edge colouring."""
+    n, p = layout.accelerators, int(layout.capacity.sum(axis=1).min())
     if int(np.prod(dims)) != n:
         raise InvalidInput(f"{'x'.join(map(str, dims))} is not {n} accelerators", field="dims")
     coords = np.array(np.unravel_index(np.arange(n), dims)).T
@@ -68,7 +69,7 @@ def torus3d(layout: OCSLayout, dims: tuple[int, ...], seed: int = 0) -> Wiring:
                     pairs += [(a, b)] * ports_k
             else:
                 pairs += [(a, b)] * (ports_k // 2)
-    return Wiring.from_pairs(n, p, pairs, layout, seed=seed)
+    return connect(_realized(layout, pairs, seed))
 
 
 def torus_dims(n: int, ports: int) -> tuple[int, ...]:
@@ -90,13 +91,14 @@ def torus_dims(n: int, ports: int) -> tuple[int, ...]:
     return (1, n)
 
 
-def connect(wiring: Wiring) -> Wiring:
+def connect(wiring: Wiring, keep: tuple[Circuit, ...] = ()) -> Wiring:
     """`wiring` with its components joined by 2-swaps inside one switch: a circuit (a, b) on a cycle of one
     component (not a bridge: a and b stay joined without it) and a circuit (c, d) of another component on the
     same switch become (a, c) and (b, d) on the same ports, which joins the two components and keeps every
     port's switch and every accelerator's degree. Repeated until one component remains or no such pair of
     circuits exists (e.g. one port per accelerator); deterministic. A random union of two matchings is often
-    disconnected (hotspot6 at 2 ports: two components, every demand between them unserved).
+    disconnected (hotspot6 at 2 ports: two components, every demand between them unserved). The circuits in
+    `keep` (fixed circuits) are never moved.
 
     >>> from synth.model import Circuit, OCSLayout
     >>> lay = OCSLayout.uniform(6, 2)
@@ -115,6 +117,7 @@ def connect(wiring: Wiring) -> Wiring:
         return wiring
     changed = False
     n = wiring.accelerators
+    free = ~_rows_of(arr, keep)       # the circuits the swaps may move
     for _ in range(n):       # each swap joins two components
         g = sp.coo_matrix((np.ones(arr.shape[0]), (arr[:, 1], arr[:, 3])), shape=(n, n))
         k, comp = connected_components(g, directed=False)
@@ -124,22 +127,34 @@ def connect(wiring: Wiring) -> Wiring:
         _, inv, mult = np.unique(key, return_inverse=True, return_counts=True)
         bridges = np.array([min(e) * n + max(e) for e in nx.bridges(nx.Graph(arr[:, [1, 3]].tolist()))] or [-1])
         loose = ~np.isin(key, bridges) | (mult[inv] > 1)     # on a cycle, or one of parallel circuits
-        on = np.unique(np.stack([arr[:, 0], comp[arr[:, 1]]], axis=1), axis=0)[:, 0]   # (switch, component)
+        on = np.unique(np.stack([arr[free, 0], comp[arr[free, 1]]], axis=1), axis=0)[:, 0]   # (switch, component)
         mixed = np.bincount(on, minlength=int(arr[:, 0].max()) + 1) >= 2          # switches with two or more
-        first = np.flatnonzero(loose & mixed[arr[:, 0]])
+        first = np.flatnonzero(loose & free & mixed[arr[:, 0]])
         if first.size == 0:
             # no two components meet on a switch, e.g. an accelerator whose every port is free while its
             # switches' radix is spent: re-point a circuit on a cycle (a, b) to (a, x), x a free port on
             # that switch in another component (b keeps its other paths; x joins)
-            moved = _repoint(wiring.layout, arr, comp, np.flatnonzero(loose))
+            moved = _repoint(wiring.layout, arr, comp, np.flatnonzero(loose & free))
+            if moved is not None:
+                e1, x, xp = moved
+                arr[e1, 3:] = (x, xp)
+                changed = True
+                continue
+            # or put an accelerator x of another component with two free ports on a circuit's switch into
+            # the circuit: (a, b) becomes (a, x) and (x, b) where the switch's radix has room (a and b stay
+            # joined through x, so even a bridge may take it)
+            moved = _insert(wiring.layout, arr, comp, np.flatnonzero(free))
             if moved is None:
                 break
-            e1, x, xp = moved
+            e1, x, xp, xq = moved
+            s, b, bp = int(arr[e1, 0]), int(arr[e1, 3]), int(arr[e1, 4])
             arr[e1, 3:] = (x, xp)
+            arr = np.vstack([arr, [[s, x, xq, b, bp]]])
+            free = np.append(free, True)
             changed = True
             continue
         e1 = int(first[0])
-        e2 = int(np.flatnonzero((arr[:, 0] == arr[e1, 0]) & (comp[arr[:, 1]] != comp[arr[e1, 1]]))[0])
+        e2 = int(np.flatnonzero((arr[:, 0] == arr[e1, 0]) & (comp[arr[:, 1]] != comp[arr[e1, 1]]) & free)[0])
         (s, a, ap, b, bp), (_, c, cp, d, dp) = arr[e1].tolist(), arr[e2].tolist()
         arr[e1], arr[e2] = (s, a, ap, c, cp), (s, b, bp, d, dp)
         changed = True
@@ -147,6 +162,117 @@ def connect(wiring: Wiring) -> Wiring:
         return wiring
     circuits = tuple(Circuit(*map(int, r)) for r in arr)
     return Wiring(wiring.accelerators, wiring.ports_per_accelerator, circuits, wiring.layout, solve=None)
+
+
+def _rows_of(arr: np.ndarray, circuits: tuple[Circuit, ...]) -> np.ndarray:
+    """(rows,) bool: the rows of the circuit array `arr` that are one of `circuits` (either orientation)."""
+    hit = np.zeros(arr.shape[0], dtype=bool)
+    for c in circuits:
+        hit |= (arr[:, 0] == c.switch) & (((arr[:, 1] == c.a) & (arr[:, 2] == c.a_port) & (arr[:, 3] == c.b)
+                                           & (arr[:, 4] == c.b_port)) | ((arr[:, 3] == c.a) & (arr[:, 4] == c.a_port)
+                                                                         & (arr[:, 1] == c.b) & (arr[:, 2] == c.b_port)))
+    return hit
+
+
+def residual(layout: OCSLayout, fixed: tuple[Circuit, ...]) -> OCSLayout:
+    """The layout the fixed circuits leave to the rest: their ports off every OCS, each switch's radix two
+    ports less per fixed circuit on it."""
+    sop = layout.switch_of_port.copy()
+    radix = list(layout.switch_radix)
+    for c in fixed:
+        sop[c.a, c.a_port] = sop[c.b, c.b_port] = -1
+        radix[c.switch] -= 2
+    return OCSLayout(sop, tuple(max(0, r) for r in radix))
+
+
+def around(fixed: tuple[Circuit, ...], layout: OCSLayout, build, join: bool = True) -> Wiring:
+    """`build(layout)` (a construction) around the fixed circuits: built on the layout they leave
+    (:func:`residual`), the fixed circuits added on their own ports, the components joined without moving them
+    (unless `join` is off: a direct-only wiring)."""
+    if not fixed:
+        return build(layout)
+    rest = build(residual(layout, fixed))
+    w = Wiring(layout.accelerators, layout.ports, tuple(fixed) + rest.circuits, layout)
+    return connect(w, keep=fixed) if join else w
+
+
+def holds(wiring: Wiring, fixed: tuple[Circuit, ...]) -> bool:
+    """Does `wiring` hold every fixed circuit on its own ports?"""
+    arr = wiring.circuit_array
+    return all(_rows_of(arr, (c,)).any() for c in fixed)
+
+
+def impose(wiring: Wiring, fixed: tuple[Circuit, ...]) -> Wiring:
+    """`wiring` with every fixed circuit on its own ports. A circuit of the same pair on the same switch takes
+    the fixed ports (the circuit that held them takes its old ones: the multigraph is unchanged, so an exact
+    model's answer, which holds the fixed pairs but numbers ports its own way, keeps its objective); else the
+    circuits on the fixed ports, (a, c) and (b, d), become the fixed (a, b) and (c, d) on the same switch (a
+    2-swap: degrees kept), a circuit of that switch is dropped if the fixed one needs its radix, and the
+    components are joined (where the swaps split one) without moving a fixed circuit."""
+    if holds(wiring, fixed):
+        return wiring
+    radix = wiring.layout.switch_radix
+    rows = [list(r) for r in wiring.circuit_array.tolist()]
+    live = [True] * len(rows)
+    at = {}                                  # (accelerator, port) -> the row of the circuit on it
+    for i, r in enumerate(rows):
+        at[r[1], r[2]] = at[r[3], r[4]] = i
+    claimed: set[int] = set()
+    swapped = False
+    for f in fixed:
+        s, a, ka, b, kb = f.switch, f.a, f.a_port, f.b, f.b_port
+        same = [i for i, r in enumerate(rows) if live[i] and i not in claimed and r[0] == s and {r[1], r[3]} == {a, b}]
+        if same:
+            i = next((j for j in same if at.get((a, ka)) == j), same[0])
+            r = rows[i]
+            if r[1] != a:
+                r[1:5] = [r[3], r[4], r[1], r[2]]
+            for col, x, k in ((2, a, ka), (4, b, kb)):
+                old = r[col]
+                if old == k:
+                    continue
+                j = at.get((x, k))
+                if j is None:
+                    del at[x, old]
+                else:                    # the circuit on x's port k (same switch) moves to x's port `old`
+                    rows[j][2 if (rows[j][1], rows[j][2]) == (x, k) else 4] = old
+                    at[x, old] = j
+                r[col] = k
+                at[x, k] = i
+            claimed.add(i)
+            continue
+        swapped = True
+        ends = []
+        for x, k in ((a, ka), (b, kb)):
+            j = at.get((x, k))
+            if j is not None:
+                r = rows[j]
+                live[j] = False
+                ends.append((r[3], r[4]) if (r[1], r[2]) == (x, k) else (r[1], r[2]))
+                del at[r[1], r[2]], at[r[3], r[4]]
+        rows.append([s, a, ka, b, kb])
+        live.append(True)
+        claimed.add(len(rows) - 1)
+        at[a, ka] = at[b, kb] = len(rows) - 1
+        if len(ends) == 2 and ends[0][0] != ends[1][0]:
+            rows.append([s, *ends[0], *ends[1]])
+            live.append(True)
+            at[ends[0]] = at[ends[1]] = len(rows) - 1
+        on_s = [i for i, r in enumerate(rows) if live[i] and r[0] == s]
+        for i in [i for i in reversed(on_s) if i not in claimed][: max(0, len(on_s) - radix[s] // 2)]:
+            live[i] = False
+            del at[rows[i][1], rows[i][2]], at[rows[i][3], rows[i][4]]
+    circuits = tuple(Circuit(*r) for r, ok in zip(rows, live) if ok)
+    w = Wiring(wiring.accelerators, wiring.ports_per_accelerator, circuits, wiring.layout)
+    return connect(w, keep=fixed) if swapped and _pieces(w) > _pieces(wiring) else w
+
+
+def _pieces(wiring: Wiring) -> int:
+    """Connected components of `wiring` that hold a circuit."""
+    from scipy.sparse.csgraph import connected_components
+    adj = wiring.adjacency() > 0
+    k, label = connected_components(adj, directed=False)
+    return int(np.unique(label[adj.any(axis=1)]).size)
 
 
 def _repoint(layout: OCSLayout, arr: np.ndarray, comp: np.ndarray, loose: np.ndarray):
@@ -158,6 +284,26 @@ def _repoint(layout: OCSLayout, arr: np.ndarray, comp: np.ndarray, loose: np.nda
         hit = np.flatnonzero((fs == arr[e, 0]) & (comp[fa] != comp[arr[e, 1]]))
         if hit.size:
             return e, int(fa[hit[0]]), int(fp[hit[0]])
+    return None
+
+
+def _insert(layout: OCSLayout, arr: np.ndarray, comp: np.ndarray, rows: np.ndarray):
+    """(circuit index, accelerator, port, port) for `connect`'s insertion move, or None: the first of `rows`
+    whose switch has room for one more circuit and two free ports of one accelerator in another component."""
+    used = _used_ports(layout, arr)
+    on = np.bincount(arr[:, 0], minlength=layout.switches)
+    for e in rows.tolist():
+        s = int(arr[e, 0])
+        if on[s] >= layout.switch_radix[s] // 2:
+            continue
+        fa, fp = np.nonzero(~used & (layout.switch_of_port == s))
+        keep = comp[fa] != comp[arr[e, 1]]
+        fa, fp = fa[keep], fp[keep]
+        two = np.flatnonzero(np.bincount(fa, minlength=layout.accelerators) >= 2)
+        if two.size:
+            x = int(two[0])
+            p1, p2 = fp[fa == x][:2].tolist()
+            return e, x, int(p1), int(p2)
     return None
 
 
@@ -173,10 +319,12 @@ def _from_switch_pairs(layout: OCSLayout, pairs: list[tuple[int, int]], switch_o
     return Wiring(layout.accelerators, layout.ports, assign_ports(layout, pairs, switch_of), layout)
 
 
-def greedy(traffic: np.ndarray, layout: OCSLayout, seed: int = 0) -> Wiring:
+def greedy(traffic: np.ndarray, layout: OCSLayout, seed: int = 0, direct: bool = False) -> Wiring:
     """Largest-demand-first direct circuits (as MixNet): repeatedly give a circuit to the pair with the most
     demand per circuit, (T_ij + T_ji) / (circuits + 1), on a switch where both ends still have a port;
-    ports left over stay dark unless they are needed to connect the wiring (2-swaps)."""
+    ports left over pair up inside their switch, and the components are joined (2-swaps). `direct` (a
+    direct-only wiring): every pair that exchanges bytes gets its first circuit before any pair a second,
+    and nothing is swapped afterwards (a swap could take a pair's only circuit)."""
     import heapq
     n = layout.accelerators
     t = traffic + traffic.T
@@ -184,12 +332,12 @@ def greedy(traffic: np.ndarray, layout: OCSLayout, seed: int = 0) -> Wiring:
     on_switch = np.zeros(layout.switches, dtype=np.int64)
     radix = np.array([r // 2 for r in layout.switch_radix])
     i, j = np.nonzero(np.triu(t, 1))
-    heap = [(-t[a, b], int(a), int(b), 0) for a, b in zip(i, j)]
+    heap = [(False, -t[a, b], int(a), int(b), 0) for a, b in zip(i, j)]     # (a further circuit, -demand per ...)
     heapq.heapify(heap)
     pairs: list[tuple[int, int]] = []
     switch_of: list[int] = []
     while heap:
-        neg, a, b, k = heapq.heappop(heap)
+        *_, a, b, k = heapq.heappop(heap)
         ok = np.flatnonzero((free[a] > 0) & (free[b] > 0) & (on_switch < radix))
         if ok.size == 0:
             continue
@@ -199,7 +347,7 @@ def greedy(traffic: np.ndarray, layout: OCSLayout, seed: int = 0) -> Wiring:
         on_switch[s] += 1
         pairs.append((a, b))
         switch_of.append(s)
-        heapq.heappush(heap, (-t[a, b] / (k + 2), a, b, k + 1))
+        heapq.heappush(heap, (direct, -t[a, b] / (k + 2), a, b, k + 1))
     rng = np.random.default_rng(seed)
     for s in range(layout.switches):      # leftover ports: pair them within their switch
         stack = [int(a) for a in rng.permutation(np.repeat(np.arange(n), free[:, s]))]
@@ -211,7 +359,8 @@ def greedy(traffic: np.ndarray, layout: OCSLayout, seed: int = 0) -> Wiring:
             pairs.append((a, stack.pop(k)))
             switch_of.append(s)
             on_switch[s] += 1
-    return connect(_from_switch_pairs(layout, pairs, switch_of))
+    w = _from_switch_pairs(layout, pairs, switch_of)
+    return w if direct else connect(w)
 
 
 BLOSSOM_MAX = 128   # accelerators; networkx's Blossom takes 1.7 s per matching at 144 (10 matchings: 17 s)
@@ -285,20 +434,27 @@ def topoopt(traffic: np.ndarray, layout: OCSLayout, seed: int = 0, ring_ports: i
             used[a, both[0]] = used[b, both[0]] = True
         else:
             own = False
-    from synth.errors import Infeasible
     if own:   # the construction is its own edge colouring: switch c holds the pairs of colour c
         return connect(_from_switch_pairs(layout, pairs, colour))
     pairs = [(a, b) for a, b in pairs if capable[a, b]]     # a ring's step between ports on no common switch
+    return connect(fill_spare_ports(_realized(layout, pairs, seed), seed))
+
+
+def _realized(layout: OCSLayout, pairs: list[tuple[int, int]], seed: int) -> Wiring:
+    """The pairs as a wiring on the switches (edge colouring), dropping the last ones until the rest
+    colours (an odd ring on too few switches, a torus on a layout with fewer ports here and there)."""
+    n, p = layout.accelerators, layout.ports
     try:
-        return connect(fill_spare_ports(Wiring.from_pairs(n, p, pairs, layout, seed=seed), seed))
-    except Infeasible:  # drop circuits until the rest colours (an odd ring on too few switches)
-        for cut in range(1, len(pairs) + 1):
+        return Wiring.from_pairs(n, p, pairs, layout, seed=seed)
+    except Infeasible:    # bisect on how many to drop (the colouring is a heuristic: roughly monotone)
+        lo, hi, best = 0, len(pairs), Wiring(n, p, (), layout)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
             try:
-                w = Wiring(n, p, realize(layout, pairs[:-cut], seed=seed, restarts=4), layout)
+                best, hi = Wiring(n, p, realize(layout, pairs[:-mid], seed=seed, restarts=4), layout), mid
             except Infeasible:
-                continue
-            return connect(fill_spare_ports(w, seed))
-        raise
+                lo = mid
+        return best
 
 
 def fill_spare_ports(wiring: Wiring, seed: int = 0) -> Wiring:

@@ -74,14 +74,15 @@ def _index(problem: WiringProblem) -> _Index:
             for j in nodes[a_pos + 1:]:
                 on.setdefault((int(i), int(j)), []).append((s, int(min(cap[i, s], cap[j, s]))))
     pairs = sorted(on)
-    if problem.policy == "direct":  # only pairs with demand are worth a circuit in a direct-only wiring
-        t = problem.traffic.bytes_
-        pairs = [p for p in pairs if t[p] > 0 or t[p[::-1]] > 0]
-    arcs = [(i, j) for i, j in pairs] + [(j, i) for i, j in pairs]
     fixed: dict[tuple[int, int, int], int] = {}
     for c in problem.fixed_circuits:
         key = (c.switch, min(c.a, c.b), max(c.a, c.b))
         fixed[key] = fixed.get(key, 0) + 1
+    if problem.policy == "direct":  # only pairs with demand (or a fixed circuit) hold circuits in a direct-only wiring
+        t = problem.traffic.bytes_
+        pinned = {(i, j) for _, i, j in fixed}
+        pairs = [p for p in pairs if t[p] > 0 or t[p[::-1]] > 0 or p in pinned]
+    arcs = [(i, j) for i, j in pairs] + [(j, i) for i, j in pairs]
     srcs = np.flatnonzero(problem.traffic.bytes_.sum(axis=1) > 0)
     max_x = {p: sum(m for _, m in on[p]) for p in pairs}
     return _Index(n, pairs, on, arcs, srcs, cap, fixed, max_x)
@@ -790,15 +791,16 @@ def _baseline_start(problem: WiringProblem, params: SolveParams, best: SolveResu
     """The better of `best`, the quick greedy and TopoOpt-style baselines and `start` (a wiring the caller
     built: coupled groups, or the search's answer on larger instances), scored exactly (within `seconds`
     together, when given) and keeping `best`'s bound, as the first wiring of the probes: on 40 accelerators
-    a short first round of either exact model is often worse than both. Fixed circuits rule the baselines
-    out."""
+    a short first round of either exact model is often worse than both. Fixed circuits: greedy is built on
+    the ports they leave, TopoOpt-style whole with them swapped in."""
     from dataclasses import replace
     if best.status not in (SolveStatus.FEASIBLE, SolveStatus.NO_SOLUTION):
         return best
     from . import baselines
-    t = problem.traffic.bytes_
-    cands = [] if problem.fixed_circuits else [("greedy baseline", baselines.greedy(t, problem.layout, params.seed)),
-                                               ("topoopt baseline", baselines.topoopt(t, problem.layout, params.seed))]
+    t, fixed, join = problem.traffic.bytes_, problem.fixed_circuits, problem.policy != "direct"
+    cands = [("greedy baseline", baselines.around(fixed, problem.layout,
+                                                  lambda lay: baselines.greedy(t, lay, params.seed, not join), join)),
+             ("topoopt baseline", baselines.impose(baselines.topoopt(t, problem.layout, params.seed), fixed))]
     if start is not None:
         cands.append(("given start", start))
     each = params if seconds is None else replace(params, time_limit_s=max(1.0, seconds / max(1, len(cands))))

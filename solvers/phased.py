@@ -32,6 +32,7 @@ import numpy as np
 from synth.model import Limit, SolveParams, SolveResult, SolveStatus
 from synth.problem import WiringProblem
 
+from . import baselines
 from .bounds import best_bound
 
 TANGENT_RATIO = 1.03   # the first tangents of 1 / lam: at 1 / lb, 1 / (lb x ratio), ...
@@ -100,7 +101,7 @@ def solve_milp_phases(problem: WiringProblem, params: SolveParams, per_switch: b
     # solved to a tenth of the gap, so that the bound it proves can meet the gap
     fine = replace(params, rel_gap=params.rel_gap / 10)
     best = None                     # (objective, wiring)
-    if start is not None and not problem.fixed_circuits:
+    if start is not None and baselines.holds(start, problem.fixed_circuits):
         thetas = [sub.score(start, "best")[0] for _, sub, _ in parts]
         if all(np.isfinite(thetas)):
             best = (sum(w * th for (w, _, _), th in zip(parts, thetas)), start)
@@ -171,7 +172,6 @@ def solve_cpsat_phases(problem: WiringProblem, params: SolveParams, per_switch: 
     import ortools
     from ortools.sat.python import cp_model
 
-    from . import baselines
     from .benders import MetricCuts, exclude
     from .ctrl_c import CpsatCtrlC
     from .exact import _counts, _finish, _index, _symmetry_rows, _wiring_from, cpsat_topology
@@ -180,9 +180,9 @@ def solve_cpsat_phases(problem: WiringProblem, params: SolveParams, per_switch: 
     parts = _parts(problem)
     B = problem.port_bytes_per_s
     cuts = [MetricCuts(sub, ix) for _, sub, _ in parts]
-    first = baselines.expander(problem.layout, params.seed) if not problem.fixed_circuits else None
+    first = baselines.around(problem.fixed_circuits, problem.layout, lambda lay: baselines.expander(lay, params.seed))
     upper = problem.score(first, "best")[0] if first is not None else float("inf")
-    if start is not None and not problem.fixed_circuits:
+    if start is not None and baselines.holds(start, problem.fixed_circuits):
         alt = problem.score(start, "best")[0]
         if alt < upper:
             first, upper = start, alt

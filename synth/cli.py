@@ -547,7 +547,7 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
 @click.option("--switch-radix", "radix", type=int,
               help="Raw matrix or phases file: ports per OCS (default: accelerators).")
 @click.option("--fixed", type=click.Path(dir_okay=False, path_type=str),
-              help="Wiring file whose circuits must be kept (milp / cpsat).")
+              help="Wiring file whose circuits are kept, port for port, by every solver.")
 @click.option("--spare-ports", "spare", default=0, show_default=True, type=int,
               help="Ports per accelerator left dark as spares (its last ones; on a one-switch-per-port layout "
                    "whole OCS planes), held for failover or another mode's circuits.")
@@ -578,11 +578,6 @@ def wire(source: str, output: str, solver: str, backend: str, objective: str, po
     if max_moves is not None and max_moves < 1:
         raise InvalidInput(f"must be >= 1, got {max_moves}", field="--max-moves")
     problem = _wiring_problem(source, ports, bandwidth, radix, objective, policy, fixed, sets, context_tokens, spare)
-    if problem.fixed_circuits and solver not in ("milp", "cpsat", "auto"):
-        raise InvalidInput("fixed circuits are kept by the exact solvers only (--solver milp or cpsat)",
-                           field="--fixed")
-    if problem.fixed_circuits and solver == "auto":
-        solver = "milp"
     started = (click.get_current_context().find_root().obj or {}).get("started", time.perf_counter())
     solve_s = time_limit - (time.perf_counter() - started) - min(WRAP_UP_S, START_S + WRAP_UP_SHARE * time_limit)
     params = SolveParams(time_limit_s=max(time_limit / 2, solve_s), seed=seed, backend=backend, max_moves=max_moves,

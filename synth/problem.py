@@ -115,8 +115,24 @@ class WiringProblem:
             if u.size:
                 raise Infeasible(f"direct-only wiring cannot serve accelerators {u[0]} and {v[0]}: they exchange "
                                  "bytes but have ports on no common switch")
+            # each pair that exchanges bytes holds a circuit of its own, and so does each fixed circuit elsewhere
+            pairs = int(np.triu(talks, 1).sum())
+            extra = sum(1 for c in self.fixed_circuits if not talks[c.a, c.b])
+            if pairs + extra > self.circuits_available():
+                raise Infeasible(f"direct-only wiring needs {pairs + extra} circuits (one per pair that exchanges "
+                                 f"bytes{f', {extra} fixed beside them' if extra else ''}), the switches take "
+                                 f"{self.circuits_available()}")
         else:
             self._check_connectable()
+
+    def circuits_available(self) -> int:
+        """The most circuits the layout holds: a switch holds at most radix / 2, and each joins two
+        accelerators (a matching of its ports with no two of one accelerator, at most min(ports / 2, ports -
+        the most one accelerator has))."""
+        cap = self.layout.capacity
+        attached = cap.sum(axis=0)
+        radix = np.array(self.layout.switch_radix)
+        return int(np.minimum(np.minimum(attached, radix) // 2, attached - cap.max(axis=0)).sum())
 
     def _check_connectable(self) -> None:
         """Refuse demand no wiring within the port budgets can connect. Every group of accelerators joined by
@@ -159,9 +175,7 @@ class WiringProblem:
                                  f"that exchange bytes with accelerator {members[0]}: a connected wiring needs "
                                  f"{2 * (members.size - 1)} port ends among them (plus relays' ports beyond two), "
                                  f"they have {have}")
-        # a switch holds at most radix / 2 circuits, and each joins two accelerators: a matching of its ports
-        # with no two of one accelerator, at most min(ports / 2, ports - the most one accelerator has)
-        circuits = int(np.minimum(np.minimum(attached, radix) // 2, attached - lay.capacity.max(axis=0)).sum())
+        circuits = self.circuits_available()
         need = int((sizes - 1).sum())
         if circuits < need:
             raise Infeasible(f"no wiring within the switches' radix connects the demand: its groups need {need} "
@@ -285,12 +299,15 @@ class WiringProblem:
                 total += w * theta
                 how.add(r)
             return total, ", ".join(sorted(how))
-        if self.objective == "hops":
-            return float((dem * net.dist[:n, :n]).sum()), "shortest"
         if self.policy == "direct":
             adj = wiring.adjacency()
             if ((dem > 0) & (adj == 0)).any():       # a demand with no circuit of its own: never served
                 return float("inf"), "direct"
+            if self.objective == "hops":             # every byte one hop
+                return float(dem.sum()), "direct"
+        if self.objective == "hops":
+            return float((dem * net.dist[:n, :n]).sum()), "shortest"
+        if self.policy == "direct":
             with np.errstate(divide="ignore"):
                 t = np.where(dem > 0, dem / (np.maximum(adj, 1e-300) * self.port_bytes_per_s), 0.0)
             return float(t.max()), "direct"
