@@ -166,12 +166,15 @@ def connect(wiring: Wiring, keep: tuple[Circuit, ...] = ()) -> Wiring:
 
 def _rows_of(arr: np.ndarray, circuits: tuple[Circuit, ...]) -> np.ndarray:
     """(rows,) bool: the rows of the circuit array `arr` that are one of `circuits` (either orientation)."""
-    hit = np.zeros(arr.shape[0], dtype=bool)
-    for c in circuits:
-        hit |= (arr[:, 0] == c.switch) & (((arr[:, 1] == c.a) & (arr[:, 2] == c.a_port) & (arr[:, 3] == c.b)
-                                           & (arr[:, 4] == c.b_port)) | ((arr[:, 3] == c.a) & (arr[:, 4] == c.a_port)
-                                                                         & (arr[:, 1] == c.b) & (arr[:, 2] == c.b_port)))
-    return hit
+    if not circuits:
+        return np.zeros(arr.shape[0], dtype=bool)
+    keys = {_key(c.switch, c.a, c.a_port, c.b, c.b_port) for c in circuits}
+    return np.array([_key(*r) in keys for r in arr.tolist()], dtype=bool).reshape(arr.shape[0])
+
+
+def _key(s: int, a: int, ap: int, b: int, bp: int) -> tuple:
+    """A circuit's switch and its two (accelerator, port) ends in order: the same for either orientation."""
+    return (s, (a, ap), (b, bp)) if (a, ap) <= (b, bp) else (s, (b, bp), (a, ap))
 
 
 def residual(layout: OCSLayout, fixed: tuple[Circuit, ...]) -> OCSLayout:
@@ -198,8 +201,8 @@ def around(fixed: tuple[Circuit, ...], layout: OCSLayout, build, join: bool = Tr
 
 def holds(wiring: Wiring, fixed: tuple[Circuit, ...]) -> bool:
     """Does `wiring` hold every fixed circuit on its own ports?"""
-    arr = wiring.circuit_array
-    return all(_rows_of(arr, (c,)).any() for c in fixed)
+    have = {_key(*r) for r in wiring.circuit_array.tolist()}
+    return all(_key(c.switch, c.a, c.a_port, c.b, c.b_port) in have for c in fixed)
 
 
 def impose(wiring: Wiring, fixed: tuple[Circuit, ...]) -> Wiring:
@@ -212,16 +215,36 @@ def impose(wiring: Wiring, fixed: tuple[Circuit, ...]) -> Wiring:
     if holds(wiring, fixed):
         return wiring
     radix = wiring.layout.switch_radix
-    rows = [list(r) for r in wiring.circuit_array.tolist()]
-    live = [True] * len(rows)
-    at = {}                                  # (accelerator, port) -> the row of the circuit on it
-    for i, r in enumerate(rows):
+    rows: list[list[int]] = []
+    live: list[bool] = []
+    at = {}                 # (accelerator, port) -> the row of the circuit on it
+    of_pair: dict[tuple[int, int, int], list[int]] = {}    # (switch, a < b) -> rows, dead ones included
+    of_switch: dict[int, list[int]] = {}
+    count = np.zeros(len(radix), dtype=np.int64)           # live circuits per switch
+
+    def add(r: list[int]) -> int:
+        i = len(rows)
+        rows.append(r)
+        live.append(True)
         at[r[1], r[2]] = at[r[3], r[4]] = i
+        of_pair.setdefault((r[0], min(r[1], r[3]), max(r[1], r[3])), []).append(i)
+        of_switch.setdefault(r[0], []).append(i)
+        count[r[0]] += 1
+        return i
+
+    def drop(i: int) -> None:
+        r = rows[i]
+        live[i] = False
+        del at[r[1], r[2]], at[r[3], r[4]]
+        count[r[0]] -= 1
+
+    for r in wiring.circuit_array.tolist():
+        add(r)
     claimed: set[int] = set()
     swapped = False
     for f in fixed:
         s, a, ka, b, kb = f.switch, f.a, f.a_port, f.b, f.b_port
-        same = [i for i, r in enumerate(rows) if live[i] and i not in claimed and r[0] == s and {r[1], r[3]} == {a, b}]
+        same = [i for i in of_pair.get((s, min(a, b), max(a, b)), ()) if live[i] and i not in claimed]
         if same:
             i = next((j for j in same if at.get((a, ka)) == j), same[0])
             r = rows[i]
@@ -247,21 +270,16 @@ def impose(wiring: Wiring, fixed: tuple[Circuit, ...]) -> Wiring:
             j = at.get((x, k))
             if j is not None:
                 r = rows[j]
-                live[j] = False
                 ends.append((r[3], r[4]) if (r[1], r[2]) == (x, k) else (r[1], r[2]))
-                del at[r[1], r[2]], at[r[3], r[4]]
-        rows.append([s, a, ka, b, kb])
-        live.append(True)
-        claimed.add(len(rows) - 1)
-        at[a, ka] = at[b, kb] = len(rows) - 1
+                drop(j)
+        claimed.add(add([s, a, ka, b, kb]))
         if len(ends) == 2 and ends[0][0] != ends[1][0]:
-            rows.append([s, *ends[0], *ends[1]])
-            live.append(True)
-            at[ends[0]] = at[ends[1]] = len(rows) - 1
-        on_s = [i for i, r in enumerate(rows) if live[i] and r[0] == s]
-        for i in [i for i in reversed(on_s) if i not in claimed][: max(0, len(on_s) - radix[s] // 2)]:
-            live[i] = False
-            del at[rows[i][1], rows[i][2]], at[rows[i][3], rows[i][4]]
+            add([s, *ends[0], *ends[1]])
+        for i in reversed(of_switch[s]):          # the fixed circuit may need a circuit's share of the radix
+            if count[s] <= radix[s] // 2:
+                break
+            if live[i] and i not in claimed:
+                drop(i)
     circuits = tuple(Circuit(*r) for r, ok in zip(rows, live) if ok)
     w = Wiring(wiring.accelerators, wiring.ports_per_accelerator, circuits, wiring.layout)
     return connect(w, keep=fixed) if swapped and _pieces(w) > _pieces(wiring) else w
