@@ -15,6 +15,7 @@ import click
 
 from . import __version__
 from .errors import Infeasible, InvalidInput, SynthError
+from .model import MAX_LATENCY_US
 
 EXIT_INVALID = 1   # verify: the artifact breaks a rule
 EXIT_USAGE = 2     # bad input of any kind
@@ -82,8 +83,10 @@ class Real(click.ParamType):
     solvers and the schedule models (tracebacks instead of the one-line message)."""
     name = "number"
 
-    def __init__(self, gt: float | None = None, ge: float | None = None) -> None:
+    def __init__(self, gt: float | None = None, ge: float | None = None, le: float | None = None) -> None:
+        from .schema import MAX_FLOAT
         self.gt, self.ge = gt, ge
+        self.le = MAX_FLOAT if le is None else le     # 1e308 passed and overflowed in the schedule models
 
     def convert(self, value: Any, param: Any, ctx: Any) -> float:
         try:
@@ -96,10 +99,13 @@ class Real(click.ParamType):
             self.fail(f"must be > {self.gt:g}, got {value!r}", param, ctx)
         if self.ge is not None and not v >= self.ge:
             self.fail(f"must be >= {self.ge:g}, got {value!r}", param, ctx)
+        if not v <= self.le:
+            self.fail(f"must be at most {self.le:g}, got {value!r}", param, ctx)
         return v
 
 
 POSITIVE, NONNEGATIVE = Real(gt=0), Real(ge=0)
+LATENCY = Real(ge=0, le=MAX_LATENCY_US)
 
 
 class OneLineErrors(click.Group):
@@ -671,7 +677,7 @@ def parse_ranks(text: str, n: int) -> tuple[int, ...]:
 @click.option("--chunks", type=int, help="Chunks (default: enough per rank, all-to-all: per pair, to cover each rank's "
               "circuits 8 times).")
 @click.option("--port-bandwidth-gbps", "bandwidth", type=POSITIVE, help="Default: the wiring's instance block.")
-@click.option("--alpha-us", "alpha", type=NONNEGATIVE, help="Per-step latency (default: the instance block, else 0.6).")
+@click.option("--alpha-us", "alpha", type=LATENCY, help="Per-step latency (default: the instance block, else 0.6).")
 @click.option("--algorithm", default="best", show_default=True,
               type=click.Choice(["best", "ring", "biring", "direct", "recursive", "pairwise", "trees", "saturate",
                                  "dim-ordered", "hierarchical", "cpsat"]))
@@ -692,7 +698,7 @@ def schedule(wiring: str, collective: str, ranks: str, size: str, chunks: int | 
     from .formats import atomic_write, check_output_path, json_dumps, load_wiring
     from .model import Collective
     from .schedule import check_schedule, schedule_to_dict
-    from .schema import finite_number
+    from .schema import MAX_FLOAT, finite_number
     from .verify import require_valid_wiring
     for path in (output, xml_path):
         if path:
@@ -700,24 +706,25 @@ def schedule(wiring: str, collective: str, ranks: str, size: str, chunks: int | 
     w = require_valid_wiring(load_wiring(wiring), source=wiring)
     inst = w.instance or {}
 
-    def block(key: str, given: float | None, default: float | None, positive: bool = False) -> float | None:
+    def block(key: str, given: float | None, default: float | None, positive: bool = False,
+              top: float = MAX_FLOAT) -> float | None:
         """An option (checked by click), else the wiring's instance block's value (null: absent), checked here."""
         if given is not None:
             return given
         v = inst.get(key)
         if v is None:
             return default
-        if not finite_number(v, positive):
-            raise InvalidInput(f"must be a finite number {'> 0' if positive else '>= 0'}, got {v!r}",
-                               field=f"instance.{key}", source=wiring)
+        if not finite_number(v, positive) or v > top:
+            raise InvalidInput(f"must be a finite number {'> 0' if positive else '>= 0'} up to {top:g}, got "
+                               f"{v!r}", field=f"instance.{key}", source=wiring)
         return float(v)
 
     bw = block("port_bandwidth_gbps", bandwidth, None, positive=True)
     if bw is None:
         raise InvalidInput("the wiring has no instance block; give --port-bandwidth-gbps", field="--port-bandwidth-gbps",
                            source=wiring)
-    fab = S.Fabric(w.adjacency(), bw * 1e9 / 8, block("step_latency_us", alpha, 0.6),
-                   block("link_latency_us", None, 0.0))
+    fab = S.Fabric(w.adjacency(), bw * 1e9 / 8, block("step_latency_us", alpha, 0.6, top=MAX_LATENCY_US),
+                   block("link_latency_us", None, 0.0, top=MAX_LATENCY_US))
     coll = Collective(collective, parse_ranks(ranks, w.accelerators), parse_size(size))
     k = chunks if chunks is not None else S.default_chunks(fab, coll)
     S.validate_group(fab, coll, k)

@@ -256,6 +256,8 @@ def load_phases(path: str | os.PathLike) -> tuple[str, tuple[TrafficPhase, ...]]
     n = None
     for i, t in enumerate(tables):
         where = f"phase[{i}]"
+        if not isinstance(t, dict):
+            raise InvalidInput(f"must be a [[phase]] table, got {t!r}", field=where, source=source)
         for k in t:
             if k not in PHASE_KEYS:
                 raise InvalidInput(unknown_key_message(k, PHASE_KEYS), field=f"{where}.{k}", source=source)

@@ -447,6 +447,9 @@ def instance_from_dict(doc: Mapping[str, Any], *, source: str | None = None) -> 
     if doc.get("version", VERSION) != VERSION:
         raise InvalidInput(f"unsupported version {doc.get('version')!r} (this build reads {VERSION})",
                            field="version", source=source)
+    for key in ("hardware", "model", "fabric", "parallelism", "workload", "costs"):
+        if key in doc and not isinstance(doc[key], Mapping):
+            raise InvalidInput(f"must be a table, got {doc[key]!r}", field=key, source=source)
     hw = dict(doc.get("hardware") or {})
     if "hardware" not in doc:
         raise InvalidInput("missing required table", field="hardware", source=source)

@@ -27,6 +27,7 @@ from .schema import spec, validate
 # --------------------------------------------------------------------------------------------------
 MAX_PORTS = 1024           # fabric ports per accelerator (an H100 has 18, a TPU v4 6; beyond: a typo)
 MAX_ACCELERATORS = 16384   # per instance: its traffic matrices are dense (16,384^2 x 8 B = 2.1 GB each)
+MAX_LATENCY_US = 1e6       # a step or hop latency past a second is a typo (1e20 us broke the schedule MILPs)
 
 
 @dataclass(frozen=True)
@@ -36,8 +37,8 @@ class Accelerator:
     ports: int = spec(ge=1, le=MAX_PORTS, doc="fabric ports per accelerator")
     port_bandwidth_gbps: float = spec(gt=0, doc="bandwidth of one port, Gbit/s per direction")
     name: str = spec("custom")
-    link_latency_us: float = spec(0.15, ge=0, doc="per-hop latency of a circuit incl. forwarding")
-    step_latency_us: float = spec(0.6, ge=0, doc="fixed cost (alpha) of one collective step")
+    link_latency_us: float = spec(0.15, ge=0, le=MAX_LATENCY_US, doc="per-hop latency of a circuit incl. forwarding")
+    step_latency_us: float = spec(0.6, ge=0, le=MAX_LATENCY_US, doc="fixed cost (alpha) of one collective step")
     bf16_pflops: float = spec(1.0, gt=0, doc="dense BF16 PFLOP/s (every precision falls back to it)")
     fp8_pflops: float = spec(2.0, ge=0, doc="dense FP8 PFLOP/s")
     fp4_pflops: float = spec(0.0, ge=0, doc="dense FP4 PFLOP/s (0 = not supported)")

@@ -214,16 +214,27 @@ def schedule_from_dict(doc: Any, *, source: str = "<schedule>") -> Schedule:
         raise InvalidInput(f"unsupported version {doc.get('version')!r}", field="version", source=source)
     try:
         c = doc["collective"]
+        if not isinstance(c, dict):
+            raise InvalidInput(f"must be an object, got {c!r}", field="collective")
         coll = Collective(c["kind"], tuple(c["ranks"]), float(c["bytes"]), c.get("root"))
         steps = []
+        if not isinstance(doc["steps"], list):
+            raise InvalidInput(f"must be a list of steps, got {doc['steps']!r}", field="steps")
         for si, step in enumerate(doc["steps"]):
             ts = []
+            if not isinstance(step, list):
+                raise InvalidInput(f"must be a list of transfers, got {step!r}", field=f"steps[{si}]")
             for ti, t in enumerate(step):
+                if not isinstance(t, dict):
+                    raise InvalidInput(f"must be an object, got {t!r}", field=f"steps[{si}][{ti}]")
                 for key in ("src", "dst", "chunk"):
                     if not isinstance(t.get(key), int) or isinstance(t.get(key), bool):
                         raise InvalidInput(f"must be an integer, got {t.get(key)!r}", field=f"steps[{si}][{ti}].{key}")
+                path = t.get("path", [])
+                if not isinstance(path, list) or any(not isinstance(v, int) or isinstance(v, bool) for v in path):
+                    raise InvalidInput(f"must be a list of accelerators, got {path!r}", field=f"steps[{si}][{ti}].path")
                 ts.append(Transfer(t["src"], t["dst"], t["chunk"], float(t["bytes"]), bool(t.get("reduce", False)),
-                                   tuple(t.get("path", ()))))
+                                   tuple(path)))
             steps.append(tuple(ts))
         return Schedule(coll, int(doc["chunks"]), tuple(steps), doc.get("algorithm", ""))
     except KeyError as exc:

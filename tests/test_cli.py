@@ -159,6 +159,11 @@ def test_real_entry_point_exit_code_and_debug(tmp_path):
     (["wire", "m.npy", "-o", "w.json", "--time-limit", "-inf"], "'--time-limit': must be a finite number"),
     (["bench", "schedule", "--time-limit", "-1"], "'--time-limit': must be > 0"),
     (["bench", "wire", "--time-limit", "fast"], "'fast' is not a number"),
+    # finite but absurd: 1e308 us per step overflowed the saturating all-gather, 1e20 broke the schedule MILP
+    (["schedule", "w.json", "--collective", "allgather", "--bytes", "1MB", "--alpha-us", "1e308"],
+     "'--alpha-us': must be at most 1e+06, got '1e308'"),
+    (["wire", "m.npy", "-o", "w.json", "--ports", "3", "--port-bandwidth-gbps", "1e300"],
+     "'--port-bandwidth-gbps': must be at most 1e+30"),
 ])
 def test_usage_errors_are_one_line(argv, needle):
     r = CliRunner().invoke(main, argv)
@@ -171,7 +176,8 @@ def test_schedule_checks_the_wiring_files_instance_block(tmp_path):
     w = Wiring.from_pairs(4, 2, [(0, 1), (1, 2), (2, 3), (3, 0)])
     for block, field in (({"port_bandwidth_gbps": "fast"}, "instance.port_bandwidth_gbps"),
                          ({"port_bandwidth_gbps": 800.0, "step_latency_us": float("nan")}, "instance.step_latency_us"),
-                         ({"port_bandwidth_gbps": 800.0, "link_latency_us": -1.0}, "instance.link_latency_us")):
+                         ({"port_bandwidth_gbps": 800.0, "link_latency_us": -1.0}, "instance.link_latency_us"),
+                         ({"port_bandwidth_gbps": 800.0, "step_latency_us": 1e20}, "instance.step_latency_us")):
         path = str(tmp_path / "w.json")
         save_wiring(w, path)
         doc = json.load(open(path))

@@ -1,4 +1,5 @@
 import glob
+import re
 
 import pytest
 
@@ -105,6 +106,11 @@ def test_malformed_and_missing(tmp_path):
         load_instance(str(tmp_path / "none.toml"))
     with pytest.raises(InvalidInput, match="unsupported version 2"):
         load(tmp_path, BASE.replace("version = 1", "version = 2"))
+    # a table given as a value ended in a TypeError (dict(17)) before any field was read
+    for table in ("model", "hardware", "workload"):
+        text = re.sub(rf"\[{table}\][^\[]*", "", BASE).replace("version = 1", f"version = 1\n{table} = 17")
+        with pytest.raises(InvalidInput, match=f"{table}: must be a table, got 17"):
+            load(tmp_path, text)
 
 
 def test_weights_that_do_not_fit(tmp_path):

@@ -209,6 +209,7 @@ def test_cli_phases_from_an_instance_and_a_phases_file(tmp_path):
     ('format = "ocs-synth/phases"\n[[phase\n', "malformed TOML"),
     # finite, but times the bytes it overflowed into a matrix entry of inf (reported without the file)
     ('format = "ocs-synth/phases"\n[[phase]]\nname = "a"\nmatrix = "m.npy"\nweight = 1e308\n', "phase[0].weight"),
+    ('format = "ocs-synth/phases"\nphase = [1, 2]\n', "phase[0]: must be a [[phase]] table"),   # was a TypeError
 ])
 def test_cli_bad_phases_file(tmp_path, body, field):
     np.save(tmp_path / "m.npy", pairs(4, [(0, 1)]))

@@ -113,6 +113,28 @@ def test_schedule_json_round_trip_and_msccl_xml():
         to_msccl_xml(S.direct(RING8, Collective("alltoall", tuple(range(8)), 7e6), 64))
 
 
+@pytest.mark.parametrize("where,value,field", [
+    (("collective",), 3, "collective"),
+    (("steps",), True, "steps"),
+    (("steps", 0), 2.5, "steps[0]"),
+    (("steps", 0, 0), False, "steps[0][0]"),
+    (("steps", 0, 0, "path"), ["x"], "steps[0][0].path"),
+    (("steps", 0, 0, "path"), "12", "steps[0][0].path"),
+])
+def test_bad_schedule_fields_name_the_field(where, value, field):
+    """A collective, step, transfer or path of the wrong type ended in an AttributeError or TypeError (found by
+    mutating schedule files at random and running verify and evaluate on them)."""
+    doc = schedule_to_dict(S.ring(fab(nx.cycle_graph(4)), Collective("allreduce", (0, 1, 2, 3), 4e6), 8))
+    doc = json.loads(json.dumps(doc))
+    cur = doc
+    for k in where[:-1]:
+        cur = cur[k]
+    cur[where[-1]] = value
+    with pytest.raises(InvalidInput) as ei:
+        schedule_from_dict(doc, source="s.json")
+    assert ei.value.field == field
+
+
 def test_bad_groups():
     with pytest.raises(InvalidInput, match="rank 9 is not in the wiring"):
         S.validate_group(RING8, Collective("allgather", (0, 9), 1e6), 2)
