@@ -97,26 +97,30 @@ def _result(problem: WiringProblem, solver: str, wiring: Wiring, params: SolvePa
                        wiring.with_meta(solve=solve, instance=problem.instance), extra=extra)
 
 
-def baseline(problem: WiringProblem, name: str, params: SolveParams = SolveParams()) -> SolveResult:
-    """The baseline `name`, scored and bounded. Fixed circuits: the expander and greedy are built on the ports
-    they leave (:func:`baselines.around`); the torus and TopoOpt-style, structures that colour themselves on a
-    uniform layout, are built whole and the fixed circuits swapped in (:func:`baselines.impose`: at 576
+def baseline_wiring(problem: WiringProblem, name: str, seed: int = 0) -> Wiring:
+    """The baseline `name`'s wiring for `problem`, its fixed circuits kept: the expander and greedy are built on
+    the ports they leave (:func:`baselines.around`; greedy under the direct policy gives every pair its first
+    circuit first and swaps nothing after); the torus and TopoOpt-style, structures that colour themselves on
+    a uniform layout, are built whole and the fixed circuits swapped in (:func:`baselines.impose`: at 576
     accelerators TopoOpt-style on the ports 8 fixed circuits leave took 128 s to colour)."""
+    t, lay, fixed = problem.traffic.bytes_, problem.layout, problem.fixed_circuits
+    direct = problem.policy == "direct"
+    if name == "expander":
+        return baselines.around(fixed, lay, lambda rest: baselines.expander(rest, seed))
+    if name == "greedy":
+        return baselines.around(fixed, lay, lambda rest: baselines.greedy(t, rest, seed, direct), join=not direct)
+    if name == "topoopt":
+        return baselines.impose(baselines.topoopt(t, lay, seed), fixed)
+    if name == "torus":
+        dims = baselines.torus_dims(problem.accelerators, int(lay.capacity.sum(axis=1).min()))
+        return baselines.impose(baselines.torus3d(lay, dims, seed), fixed)
+    raise InvalidInput(f"unknown baseline {name!r}; valid: {', '.join(BASELINES)}", field="solver")
+
+
+def baseline(problem: WiringProblem, name: str, params: SolveParams = SolveParams()) -> SolveResult:
+    """The baseline `name` (:func:`baseline_wiring`), scored and bounded."""
     t0 = time.perf_counter()
-    t = problem.traffic.bytes_
-    join = problem.policy != "direct"      # direct-only: greedy's circuit per pair stays where it is
-    builds = {"expander": lambda lay: baselines.expander(lay, params.seed),
-              "greedy": lambda lay: baselines.greedy(t, lay, params.seed, not join),
-              "topoopt": lambda lay: baselines.topoopt(t, lay, params.seed),
-              "torus": lambda lay: baselines.torus3d(lay, baselines.torus_dims(
-                  problem.accelerators, int(lay.capacity.sum(axis=1).min())), params.seed)}
-    if name not in builds:
-        raise InvalidInput(f"unknown baseline {name!r}; valid: {', '.join(BASELINES)}", field="solver")
-    if name in ("torus", "topoopt"):      # structures of their own: built whole, the fixed circuits swapped in
-        w = baselines.impose(builds[name](problem.layout), problem.fixed_circuits)
-    else:
-        w = baselines.around(problem.fixed_circuits, problem.layout, builds[name], join or name != "greedy")
-    return _result(problem, name, w, params, t0)
+    return _result(problem, name, baseline_wiring(problem, name, params.seed), params, t0)
 
 
 def _lp_round(problem: WiringProblem, params: SolveParams) -> Wiring:
@@ -366,8 +370,7 @@ def _search_from(problem: WiringProblem, params: SolveParams, t0: float, shape: 
     except KeyboardInterrupt:
         # Ctrl-C before the search began (bounds, starts, scoring them): the best start built so far, timed by
         # ECMP's routing (a second at most), rather than nothing
-        cands = cands or {"expander": baselines.around(problem.fixed_circuits, problem.layout,
-                                                       lambda lay: baselines.expander(lay, params.seed))}
+        cands = cands or {"expander": baseline_wiring(problem, "expander", params.seed)}
         if start is not None:
             cands["coupled groups"] = baselines.impose(start, problem.fixed_circuits)
         scored = {k: problem.score(w, "ecmp") for k, w in cands.items()}
@@ -393,12 +396,10 @@ def _prepare(problem: WiringProblem, params: SolveParams, shape: WiringProblem, 
     start's name, wiring and score, the heavy-pairs answer, and the wirings scored beside the search."""
     bound, named = best_bound(problem)      # cached: the answer's bound later costs nothing
     _say(params, f"bound {bound:.6g} s ({max(named, key=named.get)})")
-    fixed, t = problem.fixed_circuits, problem.traffic.bytes_     # fixed circuits: as in `baseline`
-    cands["expander"] = baselines.around(fixed, problem.layout, lambda lay: baselines.expander(lay, params.seed))
-    cands["topoopt"] = baselines.impose(baselines.topoopt(t, problem.layout, params.seed), fixed)
-    if problem.policy == "direct":     # the only start built to give every demand its own circuit
-        cands["greedy"] = baselines.around(fixed, problem.layout,
-                                           lambda lay: baselines.greedy(t, lay, params.seed, direct=True), join=False)
+    fixed, t = problem.fixed_circuits, problem.traffic.bytes_
+    # greedy under the direct policy: the only start built to give every demand its own circuit
+    for name in ("expander", "topoopt") + (("greedy",) if problem.policy == "direct" else ()):
+        cands[name] = baseline_wiring(problem, name, params.seed)
     # whole alternatives, scored exactly but not searched (`aside`): relay hubs, where the hop-count proxy
     # only moves hub circuits onto busy pairs (pd-96: 0.00391 s start, 0.00397-0.00407 s after the moves),
     # while where hubs do not pay the search from the best baseline wins (dlrm p = 4: 0.0055 s against
@@ -420,9 +421,8 @@ def _prepare(problem: WiringProblem, params: SolveParams, shape: WiringProblem, 
                                      resume=states[k]) for k, w in aside.items()}
     for k, sc in aside_scores.items():
         _say(params, f"{k}: {sc[0]:.6g} s (scored beside the search)")
-    heavy = heavy_pairs(shape, params.seed, HUB_TRIES)
+    heavy = heavy_pairs(shape, params.seed, HUB_TRIES)       # None with fixed circuits
     if heavy is not None:
-        heavy = (baselines.impose(heavy[0], fixed), *heavy[1:])
         cands["heavy pairs"] = heavy[0]
     if start is not None:
         cands["coupled groups"] = baselines.impose(start, fixed)
@@ -538,8 +538,7 @@ def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResu
         # the LP relaxation's rounding up to LP_BOUND_MAX accelerators, beyond it the relay count's integer
         # allocation where it gives pairs several circuits (heavy pairs), else the expander; circuits that a
         # pair has several of are pinned, as the hop proxy would move them away
-        heavy = heavy_pairs(shape, params.seed, HUB_TRIES) \
-            if problem.accelerators > LP_BOUND_MAX and not problem.fixed_circuits else None
+        heavy = heavy_pairs(shape, params.seed, HUB_TRIES) if problem.accelerators > LP_BOUND_MAX else None
         if heavy is not None:
             start, pinned, how = heavy[0], heavy[1], "heavy pairs"
         else:
@@ -548,11 +547,7 @@ def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResu
             start = baselines.impose(start, problem.fixed_circuits)
             if not _serves(problem, start):     # a switch short of radix spent on the wrong pairs
                 # greedy (under the direct policy its circuit per pair), else the expander
-                direct = problem.policy == "direct"
-                builds = {"greedy": lambda lay: baselines.greedy(problem.traffic.bytes_, lay, params.seed, direct),
-                          "expander": lambda lay: baselines.expander(lay, params.seed)}
-                tries = {k: baselines.around(problem.fixed_circuits, problem.layout, f, join=not direct)
-                         for k, f in builds.items()}
+                tries = {k: baseline_wiring(problem, k, params.seed) for k in ("greedy", "expander")}
                 how = next((k for k, w in tries.items() if _serves(problem, w)), "expander")
                 start = tries[how]
             iu, ju = np.nonzero(np.triu(start.adjacency() >= 2, 1))

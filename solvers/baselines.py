@@ -289,7 +289,7 @@ def _pieces(wiring: Wiring) -> int:
     """Connected components of `wiring` that hold a circuit."""
     from scipy.sparse.csgraph import connected_components
     adj = wiring.adjacency() > 0
-    k, label = connected_components(adj, directed=False)
+    _, label = connected_components(adj, directed=False)
     return int(np.unique(label[adj.any(axis=1)]).size)
 
 

@@ -807,16 +807,13 @@ def _baseline_start(problem: WiringProblem, params: SolveParams, best: SolveResu
     """The better of `best`, the quick greedy and TopoOpt-style baselines and `start` (a wiring the caller
     built: coupled groups, or the search's answer on larger instances), scored exactly (within `seconds`
     together, when given) and keeping `best`'s bound, as the first wiring of the probes: on 40 accelerators
-    a short first round of either exact model is often worse than both. Fixed circuits: greedy is built on
-    the ports they leave, TopoOpt-style whole with them swapped in."""
+    a short first round of either exact model is often worse than both. Both keep the fixed circuits
+    (:func:`solvers.baseline_wiring`)."""
     from dataclasses import replace
     if best.status not in (SolveStatus.FEASIBLE, SolveStatus.NO_SOLUTION):
         return best
-    from . import baselines
-    t, fixed, join = problem.traffic.bytes_, problem.fixed_circuits, problem.policy != "direct"
-    cands = [("greedy baseline", baselines.around(fixed, problem.layout,
-                                                  lambda lay: baselines.greedy(t, lay, params.seed, not join), join)),
-             ("topoopt baseline", baselines.impose(baselines.topoopt(t, problem.layout, params.seed), fixed))]
+    from . import baseline_wiring
+    cands = [(f"{k} baseline", baseline_wiring(problem, k, params.seed)) for k in ("greedy", "topoopt")]
     if start is not None:
         cands.append(("given start", start))
     each = params if seconds is None else replace(params, time_limit_s=max(1.0, seconds / max(1, len(cands))))

@@ -180,7 +180,8 @@ def solve_cpsat_phases(problem: WiringProblem, params: SolveParams, per_switch: 
     parts = _parts(problem)
     B = problem.port_bytes_per_s
     cuts = [MetricCuts(sub, ix) for _, sub, _ in parts]
-    first = baselines.around(problem.fixed_circuits, problem.layout, lambda lay: baselines.expander(lay, params.seed))
+    from . import baseline_wiring
+    first = baseline_wiring(problem, "expander", params.seed)
     upper = problem.score(first, "best")[0] if first is not None else float("inf")
     if start is not None and baselines.holds(start, problem.fixed_circuits):
         alt = problem.score(start, "best")[0]
