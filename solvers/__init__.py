@@ -24,6 +24,8 @@ demand and port layout), one group is wired and its circuits copied onto the oth
 When identical groups are tied by lighter traffic (the TP groups of a pipeline), one group is wired with the
 ports its crossing traffic needs held back, copied, and joined on those ports (:mod:`solvers.coupled`, a
 quarter of the time); that wiring starts the solver's own run on the whole instance.
+Under the direct policy, where greedy leaves a demand pair without a circuit, :func:`direct_cover` assigns
+every pair a circuit by CP-SAT and starts the solver from it, or proves no direct wiring exists (INFEASIBLE).
 An exact solve that ends without a wiring, or is interrupted, returns the expander baseline as a FEASIBLE
 incumbent rather than nothing.
 
@@ -115,6 +117,33 @@ def baseline_wiring(problem: WiringProblem, name: str, seed: int = 0) -> Wiring:
         dims = baselines.torus_dims(problem.accelerators, int(lay.capacity.sum(axis=1).min()))
         return baselines.impose(baselines.torus3d(lay, dims, seed), fixed)
     raise InvalidInput(f"unknown baseline {name!r}; valid: {', '.join(BASELINES)}", field="solver")
+
+
+COVER_SHARE = 0.1      # of the time limit (at most COVER_MAX_S), for the direct policy's cover (direct_cover)
+COVER_MAX_S = 10.0
+
+
+def direct_cover(problem: WiringProblem, seed: int = 0, time_limit_s: float = COVER_MAX_S) -> tuple[Wiring | None, bool]:
+    """A direct-only wiring by assignment rather than greed: every pair that exchanges bytes and holds no
+    fixed circuit gets one circuit on a switch where both ends have a free port, within each switch's radix
+    (CP-SAT, :func:`colouring.colour_or_proof` on the ports the fixed circuits leave), then greedy gives the
+    ports left to the pairs with the most demand per circuit. Greedy places first circuits one at a time and
+    can strand a pair whose only common switch it filled (7-9 accelerators on random layouts: greedy, and
+    lp-round and the search starting from it, inf where the MILP proves 1.5e7 byte-hops). Returns (wiring,
+    False); (None, True) when no wiring gives every pair its circuit (CP-SAT's proof); (None, False) when
+    none was found in the time limit."""
+    from .colouring import colour_or_proof
+    fixed, lay = problem.fixed_circuits, problem.layout
+    t = problem.traffic.bytes_
+    have = Wiring(problem.accelerators, lay.ports, tuple(fixed), lay).adjacency()
+    u, v = np.nonzero(np.triu(((t > 0) | (t.T > 0)) & (have == 0), 1))
+    cover, impossible = colour_or_proof(baselines.residual(lay, fixed), list(zip(u.tolist(), v.tolist())),
+                                        time_limit_s, seed, threads=1)
+    if cover is None:
+        return None, impossible
+    held = tuple(fixed) + cover
+    have = Wiring(problem.accelerators, lay.ports, held, lay).adjacency()
+    return baselines.around(held, lay, lambda rest: baselines.greedy(t, rest, seed, True, have), join=False), False
 
 
 def baseline(problem: WiringProblem, name: str, params: SolveParams = SolveParams()) -> SolveResult:
@@ -360,19 +389,20 @@ def _seeded(problem: WiringProblem) -> bool:
 
 
 def _search_from(problem: WiringProblem, params: SolveParams, t0: float, shape: WiringProblem,
-                 start: Wiring | None) -> SolveResult:
+                 start: Wiring | None, start_name: str = "coupled groups") -> SolveResult:
     """`search`: the best quick start (baselines, the geometric and heavy-pairs constructions, and `start`,
-    the coupled groups' wiring when there is one), improved by local search; relay hubs and, on skewed demand,
-    the placed near-Moore wiring are scored beside it."""
+    the coupled groups' wiring or the direct policy's cover when there is one), improved by local search;
+    relay hubs and, on skewed demand, the placed near-Moore wiring are scored beside it."""
     cands: dict[str, Wiring] = {}
     try:
-        name, begin, score, heavy, aside, aside_scores, states = _prepare(problem, params, shape, start, cands)
+        name, begin, score, heavy, aside, aside_scores, states = _prepare(problem, params, shape, start, cands,
+                                                                          start_name)
     except KeyboardInterrupt:
         # Ctrl-C before the search began (bounds, starts, scoring them): the best start built so far, timed by
         # ECMP's routing (a second at most), rather than nothing
         cands = cands or {"expander": baseline_wiring(problem, "expander", params.seed)}
         if start is not None:
-            cands["coupled groups"] = baselines.impose(start, problem.fixed_circuits)
+            cands[start_name] = baselines.impose(start, problem.fixed_circuits)
         scored = {k: problem.score(w, "ecmp") for k, w in cands.items()}
         best = min(scored, key=lambda k: scored[k][0])
         return _result(problem, "search", cands[best], params, t0, Limit.INTERRUPT,
@@ -391,7 +421,8 @@ def _search_from(problem: WiringProblem, params: SolveParams, t0: float, shape: 
     return res
 
 
-def _prepare(problem: WiringProblem, params: SolveParams, shape: WiringProblem, start: Wiring | None, cands: dict):
+def _prepare(problem: WiringProblem, params: SolveParams, shape: WiringProblem, start: Wiring | None, cands: dict,
+             start_name: str = "coupled groups"):
     """The search's bound and starts (into `cands` as they are built, so a Ctrl-C keeps them): returns the
     start's name, wiring and score, the heavy-pairs answer, and the wirings scored beside the search."""
     bound, named = best_bound(problem)      # cached: the answer's bound later costs nothing
@@ -425,7 +456,7 @@ def _prepare(problem: WiringProblem, params: SolveParams, shape: WiringProblem, 
     if heavy is not None:
         cands["heavy pairs"] = heavy[0]
     if start is not None:
-        cands["coupled groups"] = baselines.impose(start, fixed)
+        cands[start_name] = baselines.impose(start, fixed)
     name, begin, score = _scored_start(problem, params, cands)
     return name, begin, score, heavy, aside, aside_scores, states
 
@@ -520,6 +551,19 @@ def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResu
             return first
         params = replace(params, time_limit_s=max(1.0, params.time_limit_s - (time.perf_counter() - t0)))
     start = first.artifact if first is not None else None
+    cover = None      # the direct policy where greedy strands a pair: every pair's circuit by assignment
+    if problem.policy == "direct" and solver not in BASELINES and \
+            not _serves(problem, baseline_wiring(problem, "greedy", params.seed)):
+        try:
+            cover, impossible = direct_cover(problem, params.seed, min(COVER_MAX_S, COVER_SHARE * params.time_limit_s))
+        except KeyboardInterrupt:
+            return _expander_instead(problem, params, t0, solver, "", Limit.INTERRUPT,
+                                     "interrupted; returning the expander baseline")
+        if impossible:
+            return SolveResult(SolveStatus.INFEASIBLE, None, None, time.perf_counter() - t0, solver, "", params.seed,
+                               Limit.NONE, None, message="no direct-only wiring exists: the pairs that exchange "
+                               "bytes cannot each have a circuit on a switch both ends reach (CP-SAT)")
+        start = start if start is not None else cover
     if solver in BASELINES:
         res = baseline(problem, solver, params)
     elif solver in ("milp", "cpsat"):
@@ -546,8 +590,11 @@ def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResu
             how = "lp-relaxation" if problem.accelerators <= LP_BOUND_MAX else "expander"
             start = baselines.impose(start, problem.fixed_circuits)
             if not _serves(problem, start):     # a switch short of radix spent on the wrong pairs
-                # greedy (under the direct policy its circuit per pair), else the expander
-                tries = {k: baseline_wiring(problem, k, params.seed) for k in ("greedy", "expander")}
+                # greedy (under the direct policy its circuit per pair, else the cover's), else the expander
+                tries = {"greedy": baseline_wiring(problem, "greedy", params.seed)}
+                if cover is not None:
+                    tries["direct cover"] = cover
+                tries["expander"] = baseline_wiring(problem, "expander", params.seed)
                 how = next((k for k, w in tries.items() if _serves(problem, w)), "expander")
                 start = tries[how]
             iu, ju = np.nonzero(np.triu(start.adjacency() >= 2, 1))
@@ -555,8 +602,9 @@ def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResu
         score = problem.score(start, time_limit_s=max(MIN_SCORE_S, params.time_limit_s / 10)) \
             if problem.accelerators <= 256 else None
         res = _search(problem, params, start, "lp-round", t0, {"start": how}, score, pinned)
-    else:  # search: start from the best quick baseline (or the coupled groups)
-        res = _search_from(problem, params, t0, shape, start)
+    else:  # search: start from the best quick baseline (or the coupled groups, or the direct cover)
+        res = _search_from(problem, params, t0, shape, start,
+                           "direct cover" if start is cover and cover is not None else "coupled groups")
     if first is not None and res.objective is not None and first.objective < res.objective:
         res = _better_start(first, res, params, t0)
     if res.artifact is not None:

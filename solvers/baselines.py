@@ -337,20 +337,25 @@ def _from_switch_pairs(layout: OCSLayout, pairs: list[tuple[int, int]], switch_o
     return Wiring(layout.accelerators, layout.ports, assign_ports(layout, pairs, switch_of), layout)
 
 
-def greedy(traffic: np.ndarray, layout: OCSLayout, seed: int = 0, direct: bool = False) -> Wiring:
+def greedy(traffic: np.ndarray, layout: OCSLayout, seed: int = 0, direct: bool = False,
+           have: np.ndarray | None = None) -> Wiring:
     """Largest-demand-first direct circuits (as MixNet): repeatedly give a circuit to the pair with the most
     demand per circuit, (T_ij + T_ji) / (circuits + 1), on a switch where both ends still have a port;
     ports left over pair up inside their switch, and the components are joined (2-swaps). `direct` (a
     direct-only wiring): every pair that exchanges bytes gets its first circuit before any pair a second,
-    and nothing is swapped afterwards (a swap could take a pair's only circuit)."""
+    and nothing is swapped afterwards (a swap could take a pair's only circuit). `have` (symmetric N x N):
+    circuits the pairs already hold (built on the ports those leave: :func:`around`), counted per pair."""
     import heapq
     n = layout.accelerators
     t = traffic + traffic.T
+    held = np.zeros((n, n), dtype=np.int64) if have is None else np.asarray(have)
     free = layout.capacity.copy()
     on_switch = np.zeros(layout.switches, dtype=np.int64)
     radix = np.array([r // 2 for r in layout.switch_radix])
     i, j = np.nonzero(np.triu(t, 1))
-    heap = [(False, -t[a, b], int(a), int(b), 0) for a, b in zip(i, j)]     # (a further circuit, -demand per ...)
+    k0 = held[i, j].tolist()
+    heap = [(direct and k > 0, -t[a, b] / (k + 1), int(a), int(b), k)      # (a further circuit, -demand per ...)
+            for a, b, k in zip(i.tolist(), j.tolist(), k0)]
     heapq.heapify(heap)
     pairs: list[tuple[int, int]] = []
     switch_of: list[int] = []

@@ -19,6 +19,14 @@ def colour_cpsat(layout: OCSLayout, pairs, time_limit_s: float = 30.0, seed: int
                  threads: int = 2) -> tuple[Circuit, ...] | None:
     """Circuits for the (a, b) pairs on the switches of `layout`, or None when CP-SAT proves there is no
     such assignment or finds none in the time limit."""
+    return colour_or_proof(layout, pairs, time_limit_s, seed, threads)[0]
+
+
+def colour_or_proof(layout: OCSLayout, pairs, time_limit_s: float = 30.0, seed: int = 0,
+                    threads: int = 2) -> tuple[tuple[Circuit, ...] | None, bool]:
+    """(circuits, False) as :func:`colour_cpsat`, or (None, True) when no assignment exists (CP-SAT's proof,
+    or a pair with no switch in common), (None, False) when none was found in the time limit. One thread
+    gives the same circuits on every run (the model is a satisfaction problem: the first solution ends it)."""
     from ortools.sat.python import cp_model
     edges = np.asarray(list(pairs), dtype=np.int64).reshape(-1, 2)
     cap = layout.capacity
@@ -29,7 +37,7 @@ def colour_cpsat(layout: OCSLayout, pairs, time_limit_s: float = 30.0, seed: int
     for e, (a, b) in enumerate(edges.tolist()):
         allowed = np.flatnonzero((cap[a] > 0) & (cap[b] > 0))
         if allowed.size == 0:
-            return None
+            return None, True
         for s in allowed.tolist():
             v = m.NewBoolVar(f"x_{e}_{s}")
             x[(e, s)] = v
@@ -54,8 +62,9 @@ def colour_cpsat(layout: OCSLayout, pairs, time_limit_s: float = 30.0, seed: int
     solver.parameters.num_workers = threads
     solver.parameters.random_seed = seed
     from .ctrl_c import CpsatCtrlC
-    if CpsatCtrlC(solver).solve_or_raise(m) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return None
+    status = CpsatCtrlC(solver).solve_or_raise(m)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None, status == cp_model.INFEASIBLE
     switch_of = [next(s for s in range(layout.switches) if (e, s) in x and solver.Value(x[(e, s)]))
                  for e in range(len(edges))]
-    return assign_ports(layout, edges.tolist(), switch_of)
+    return assign_ports(layout, edges.tolist(), switch_of), False

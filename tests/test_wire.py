@@ -586,6 +586,42 @@ def test_direct_policy_counts_circuits_and_hops():
     assert p_ring.score(ring)[0] == pytest.approx(3e6)
 
 
+def test_direct_cover_serves_where_greedy_strands_a_pair():
+    """Direct policy on a scattered layout (8 accelerators, 4 ports over 8 switches, a stride-6 ring of
+    demand): greedy places first circuits one at a time and strands a pair whose common switches it filled;
+    the search and lp-round started from it (or the demand-blind baselines) and answered inf. The cover
+    (every pair's circuit by CP-SAT assignment, the rest greedy) starts them now: the MILP's optimum."""
+    sop = np.array([[1, 3, 4, 4], [4, 6, 7, 3], [7, 1, 4, 2], [5, 6, 1, 3], [6, 7, 6, 5], [7, 4, 1, 5],
+                    [3, 0, 5, 7], [4, 0, 0, 1]])
+    t = np.zeros((8, 8))
+    t[np.arange(8), (np.arange(8) + 6) % 8] = np.array([2, 4, 1, 2, 1, 3, 1, 1]) * 1e6
+    p = WiringProblem(TrafficMatrix(t), OCSLayout(sop, (7, 7, 8, 5, 4, 8, 5, 6)), 100.0, objective="hops",
+                      policy="direct")
+    assert wire(p, "greedy").objective == float("inf")
+    best = wire(p, "milp", SolveParams(time_limit_s=10))
+    assert best.status == SolveStatus.OPTIMAL and best.objective == pytest.approx(1.5e7)
+    for solver in ("search", "lp-round"):
+        res = wire(p, solver, SolveParams(time_limit_s=2, seed=3))
+        assert res.objective == pytest.approx(1.5e7), solver
+        assert not wiring_violations(res.artifact)
+    assert wire(p, "search", SolveParams(time_limit_s=2, seed=3)).extra["start"] == "direct cover"
+
+
+def test_direct_policy_proven_impossible_by_assignment():
+    """Accelerator 0 talks to 1, 2 and 3, which reach only switch 1, where 0 has one port: every count the
+    problem checks up front passes (3 peers on 3 ports, a common switch for each pair, 4 circuits the switches
+    take), but no wiring gives each pair a circuit. Every solver but the baselines says so: INFEASIBLE, with
+    no wiring (the search answered an inf wiring, FEASIBLE)."""
+    sop = np.array([[0, 0, 1], [1, -1, -1], [1, -1, -1], [1, -1, -1], [0, 0, -1]])
+    t = np.zeros((5, 5))
+    t[0, 1:4] = 1e6
+    p = WiringProblem(TrafficMatrix(t), OCSLayout(sop, (4, 4)), 100.0, policy="direct")
+    for solver in ("milp", "cpsat", "search", "lp-round", "auto"):
+        res = wire(p, solver, SolveParams(time_limit_s=2))
+        assert res.status == SolveStatus.INFEASIBLE and res.artifact is None, solver
+        assert "no direct-only wiring exists" in res.message
+
+
 def test_connect_threads_a_stranded_accelerator_into_a_bridge():
     """Five accelerators, an all-to-all; accelerator 3's two ports are both on switch 1, whose only other
     ports (one each of 0 and 1) greedy spent on 0-1, a bridge: no 2-swap or re-pointing reaches 3. `connect`
