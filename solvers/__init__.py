@@ -9,8 +9,8 @@ no printing (progress goes through ``SolveParams.progress``).
   the coupled groups' wiring is one of its starts; :func:`_seeded`);
 - ``lp-round``: LP relaxation (fractional circuits and routing), rounded to a degree-feasible multigraph,
   coloured onto the switches, then improved by local search (up to 40 accelerators, else it starts from the
-  expander);
-- ``search``: the best baseline as a start, degree-preserving local search inside switch planes
+  expander); the quick baselines start instead where they score better;
+- ``search``: the best baseline (greedy only off a near-uniform all-to-all) as a start, degree-preserving local search inside switch planes
   (:mod:`solvers.local_search`: on dense wirings, where two hops reach most pairs, it maximizes
   demand-weighted two-hop coverage with an O(N) incremental update per move, then refines the hop
   objective by BFS), scored with balanced multi-path routing;
@@ -270,11 +270,20 @@ def _scored_start(problem: WiringProblem, params: SolveParams, candidates: dict[
     hop-weighted bytes. Returns (name, wiring, score or None)."""
     if problem.accelerators <= 256:
         # each on a tenth of the clock, all of them on at most START_SHARE of it (5 s for three starts on 57
-        # accelerators took 7.5 s when each had 2 s at least)
+        # accelerators took 7.5 s when each had 2 s at least); in the order of their floors (time_floor: no
+        # routing is faster), and a start whose floor is no better than a time in hand is not scored
+        # (dlrm128 p = 4: greedy's floor is 5x the expander's time, and scoring it took 6 s of the search's)
         each = max(MIN_SCORE_S, min(params.time_limit_s / 10, START_SHARE * params.time_limit_s / len(candidates)))
-        scored = {k: problem.score(w, time_limit_s=each) for k, w in candidates.items()}
+        floors = {k: problem.time_floor(w) for k, w in candidates.items()}
+        scored: dict[str, tuple[float, str]] = {}
+        for k in sorted(candidates, key=floors.get):
+            if scored and floors[k] >= min(v[0] for v in scored.values()):
+                continue
+            scored[k] = problem.score(candidates[k], time_limit_s=each)
         best = min(scored, key=lambda k: scored[k][0])
-        _say(params, "starts: " + ", ".join(f"{k} {v[0]:.6g} s" for k, v in scored.items()) + f"; searching from {best}")
+        skipped = [k for k in candidates if k not in scored]
+        _say(params, "starts: " + ", ".join(f"{k} {v[0]:.6g} s" for k, v in scored.items())
+             + (f" ({', '.join(skipped)}: floor above that)" if skipped else "") + f"; searching from {best}")
         return best, candidates[best], scored[best]
     from .local_search import _hop_bytes
     t = problem.traffic.bytes_
@@ -428,8 +437,10 @@ def _prepare(problem: WiringProblem, params: SolveParams, shape: WiringProblem, 
     bound, named = best_bound(problem)      # cached: the answer's bound later costs nothing
     _say(params, f"bound {bound:.6g} s ({max(named, key=named.get)})")
     fixed, t = problem.fixed_circuits, problem.traffic.bytes_
-    # greedy under the direct policy: the only start built to give every demand its own circuit
-    for name in ("expander", "topoopt") + (("greedy",) if problem.policy == "direct" else ()):
+    # greedy too, except on a near-uniform all-to-all (every pair alike: greedy's order is arbitrary, and on
+    # moe5t-576 it takes 4.6 s); under the direct policy the only start built to give every demand a circuit
+    greedy = problem.policy == "direct" or not _near_uniform(t)
+    for name in ("expander", "topoopt") + (("greedy",) if greedy else ()):
         cands[name] = baseline_wiring(problem, name, params.seed)
     # whole alternatives, scored exactly but not searched (`aside`): relay hubs, where the hop-count proxy
     # only moves hub circuits onto busy pairs (pd-96: 0.00391 s start, 0.00397-0.00407 s after the moves),
@@ -585,22 +596,22 @@ def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResu
         heavy = heavy_pairs(shape, params.seed, HUB_TRIES) if problem.accelerators > LP_BOUND_MAX else None
         if heavy is not None:
             start, pinned, how = heavy[0], heavy[1], "heavy pairs"
+            score = problem.score(start, time_limit_s=max(MIN_SCORE_S, params.time_limit_s / 10)) \
+                if problem.accelerators <= 256 else None
         else:
-            start = _lp_round(problem, params)
-            how = "lp-relaxation" if problem.accelerators <= LP_BOUND_MAX else "expander"
-            start = baselines.impose(start, problem.fixed_circuits)
-            if not _serves(problem, start):     # a switch short of radix spent on the wrong pairs
-                # greedy (under the direct policy its circuit per pair, else the cover's), else the expander
-                tries = {"greedy": baseline_wiring(problem, "greedy", params.seed)}
-                if cover is not None:
-                    tries["direct cover"] = cover
-                tries["expander"] = baseline_wiring(problem, "expander", params.seed)
-                how = next((k for k, w in tries.items() if _serves(problem, w)), "expander")
-                start = tries[how]
+            # the rounding beside the quick baselines (and the direct policy's cover), the best one starting:
+            # lp-round is never worse than them (random instances of 7-38 accelerators, 2 s: the rounding,
+            # searched, ended 1.002-1.7x the best baseline's time or byte-hops on 14 of 40); a wiring leaving
+            # a pair apart (a switch short of radix spent on the wrong pairs) does not start, unless none serves
+            tries = {("lp-relaxation" if problem.accelerators <= LP_BOUND_MAX else "rounding"):
+                     baselines.impose(_lp_round(problem, params), problem.fixed_circuits)}
+            tries.update({k: baseline_wiring(problem, k, params.seed) for k in ("greedy", "topoopt", "expander")})
+            if cover is not None:
+                tries["direct cover"] = cover
+            served = {k: w for k, w in tries.items() if _serves(problem, w)} or {"expander": tries["expander"]}
+            how, start, score = _scored_start(problem, params, served)
             iu, ju = np.nonzero(np.triu(start.adjacency() >= 2, 1))
             pinned = set(zip(iu.tolist(), ju.tolist())) if how == "lp-relaxation" else None
-        score = problem.score(start, time_limit_s=max(MIN_SCORE_S, params.time_limit_s / 10)) \
-            if problem.accelerators <= 256 else None
         res = _search(problem, params, start, "lp-round", t0, {"start": how}, score, pinned)
     else:  # search: start from the best quick baseline (or the coupled groups, or the direct cover)
         res = _search_from(problem, params, t0, shape, start,
