@@ -245,8 +245,11 @@ class WiringProblem:
     def time_floor(self, wiring: Wiring) -> float:
         """A lower bound (s) on `wiring`'s time under any routing: every byte crosses at
         least its pair's hop distance of links, so the busiest link carries at least the byte-hops over all
-        capacity, and each accelerator's bytes leave (and arrive) over its own circuits. 0 where it does not
-        apply (other objectives, direct policy); inf when a demand has no path."""
+        capacity, and each accelerator's bytes leave (and arrive) over its own circuits; under the phases
+        objective (each phase routed alone) the phases' floors, weighted. 0 where it does not apply (hops
+        and step objectives, direct policy); inf when a demand has no path."""
+        if self.objective == "phases" and self.policy != "direct":
+            return float(sum(w * sub.time_floor(wiring) for w, sub in self.phase_problems()))
         if self.objective != "time" or self.policy == "direct":
             return 0.0
         net = self.network(wiring)

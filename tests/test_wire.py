@@ -14,7 +14,8 @@ from solvers.bounds import best_bound, moore_levels, relay_count_bound
 from solvers.exact import integer_units
 from synth.cli import main
 from synth.errors import Infeasible, InvalidInput
-from synth.model import Circuit, Limit, OCSLayout, SolveParams, SolveStatus, TrafficMatrix, Wiring
+from synth.model import (Circuit, Limit, OCSLayout, SolveParams, SolveStatus, TrafficMatrix, TrafficPhase, Wiring,
+                          phases_traffic)
 from synth.problem import WiringProblem
 from synth.verify import wiring_violations
 
@@ -1511,6 +1512,12 @@ def test_time_floor_is_below_every_routing():
         w = expander(p.layout, seed)
         floor, opt = p.time_floor(w), p.score(w, "optimal")[0]
         assert 0 < floor <= opt * (1 + 1e-9), seed
+        # phases routed one after another: the weighted sum of each phase's floor, above the floor of the step
+        # at once (the same bytes over the same capacity, but the accelerators' terms add up)
+        ph = (TrafficPhase("a", t * (rng.random((n, n)) < 0.5), 2.0), TrafficPhase("b", t.T.copy(), 1.0))
+        pp = WiringProblem(phases_traffic(ph), p.layout, 800.0, "phases", phases=ph)
+        floor, opt = pp.time_floor(w), pp.score(w, "optimal")[0]
+        assert pp.as_time().time_floor(w) <= floor <= opt * (1 + 1e-9), seed
     apart = Wiring(4, 2, (Circuit(0, 0, 0, 1, 0), Circuit(0, 2, 0, 3, 0)), OCSLayout.uniform(4, 2))
     assert problem(ring_demand(4), 2).time_floor(apart) == math.inf
     assert problem(ring_demand(4), 2, objective="hops").time_floor(apart) == 0.0
