@@ -290,7 +290,7 @@ def _two_stage(problem: WiringProblem, params: SolveParams, solve) -> SolveResul
 
 def _plain(problem: WiringProblem, params: SolveParams, solve, start: Wiring | None) -> SolveResult:
     """The model alone (hops, or the direct policy: no probes), on the clock less PLAIN_RESERVE_S, then, unless
-    it proved its answer, the better of that answer and the greedy and TopoOpt-style baselines and `start`
+    it proved its answer, the better of that answer and the baselines and `start`
     (scored at once on these objectives), with the model's bound: on 20 accelerators with random demand and 4
     ports (hops, 15 s) both models' answers were 15-20% worse than greedy's."""
     from dataclasses import replace
@@ -804,16 +804,17 @@ def solve_cpsat(problem: WiringProblem, params: SolveParams = SolveParams(), sta
 
 def _baseline_start(problem: WiringProblem, params: SolveParams, best: SolveResult, solver: str,
                     start: Wiring | None = None, seconds: float | None = None) -> SolveResult:
-    """The better of `best`, the quick greedy and TopoOpt-style baselines and `start` (a wiring the caller
-    built: coupled groups, or the search's answer on larger instances), scored exactly (within `seconds`
-    together, when given) and keeping `best`'s bound, as the first wiring of the probes: on 40 accelerators
-    a short first round of either exact model is often worse than both. Both keep the fixed circuits
+    """The better of `best`, the baselines (greedy, TopoOpt-style, the expander, the torus) and `start` (a
+    wiring the caller built: coupled groups, or the search's answer on larger instances), scored exactly
+    (within `seconds` together, when given) and keeping `best`'s bound, as the first wiring of the probes: on
+    40 accelerators a short first round of either exact model is often worse than greedy and TopoOpt-style,
+    and on 16 accelerators in groups on 6 ports (5 s) worse than the expander. All keep the fixed circuits
     (:func:`solvers.baseline_wiring`)."""
     from dataclasses import replace
     if best.status not in (SolveStatus.FEASIBLE, SolveStatus.NO_SOLUTION):
         return best
-    from . import baseline_wiring
-    cands = [(f"{k} baseline", baseline_wiring(problem, k, params.seed)) for k in ("greedy", "topoopt")]
+    from . import BASELINES, baseline_wiring
+    cands = [(f"{k} baseline", baseline_wiring(problem, k, params.seed)) for k in BASELINES]
     if start is not None:
         cands.append(("given start", start))
     each = params if seconds is None else replace(params, time_limit_s=max(1.0, seconds / max(1, len(cands))))
