@@ -589,8 +589,9 @@ def wire(source: str, output: str, solver: str, backend: str, objective: str, po
     params = SolveParams(time_limit_s=max(time_limit / 2, solve_s), seed=seed, backend=backend, max_moves=max_moves,
                          progress=None if as_json else stamped(started))
     res = run(problem, solver, params)
-    if res.artifact is None:
-        raise InvalidInput(f"{res.solver} found no wiring ({res.status.value}: {res.message})", field="--solver")
+    if res.artifact is None:     # proven INFEASIBLE under the direct policy: the policy asks too much
+        raise InvalidInput(f"{res.solver} found no wiring ({res.status.value}: {res.message})",
+                           field="--policy" if problem.policy == "direct" else "--solver")
     if res.objective is None or not math.isfinite(res.objective):    # a wiring that leaves demand unserved
         proven = res.bound is not None and not math.isfinite(res.bound)
         how = "on a circuit of its own" if problem.policy == "direct" else "over a path"

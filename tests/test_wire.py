@@ -638,6 +638,19 @@ def run(*args):
     return r.exit_code, r.stdout, r.stderr
 
 
+def test_cli_direct_policy_proven_impossible(tmp_path):
+    """The Petersen graph as demand on 3 ports under the direct policy passes every up-front count (3 peers,
+    15 pairs, 15 circuits the switches hold) but needs 4 matchings; the CLI says so in one line, exit 2,
+    and writes nothing."""
+    m, out = str(tmp_path / "petersen.npy"), tmp_path / "w.json"
+    np.save(m, nx.to_numpy_array(nx.petersen_graph()) * 1e6)
+    code, _, err = run("wire", m, "--ports", "3", "--port-bandwidth-gbps", "100", "--policy", "direct",
+                       "--solver", "search", "--time-limit", "10", "-o", str(out))
+    assert code == 2 and "--policy: search found no wiring (INFEASIBLE: no direct-only wiring exists" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
 def test_cli_wire_matrix_and_instance(tmp_path):
     m = str(tmp_path / "ring.npy")
     np.save(m, ring_demand(8))
