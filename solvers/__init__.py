@@ -562,6 +562,7 @@ def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResu
             return first
         params = replace(params, time_limit_s=max(1.0, params.time_limit_s - (time.perf_counter() - t0)))
     start = first.artifact if first is not None else None
+    start_name = "coupled groups"
     cover = None      # the direct policy where greedy strands a pair: every pair's circuit by assignment
     if problem.policy == "direct" and solver not in BASELINES and \
             not _serves(problem, baseline_wiring(problem, "greedy", params.seed)):
@@ -574,7 +575,8 @@ def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResu
             return SolveResult(SolveStatus.INFEASIBLE, None, None, time.perf_counter() - t0, solver, "", params.seed,
                                Limit.NONE, None, message="no direct-only wiring exists: the pairs that exchange "
                                "bytes cannot each have a circuit on a switch both ends reach (CP-SAT)")
-        start = start if start is not None else cover
+        if start is None:
+            start, start_name = cover, "direct cover"
     if solver in BASELINES:
         res = baseline(problem, solver, params)
     elif solver in ("milp", "cpsat"):
@@ -614,8 +616,7 @@ def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResu
             pinned = set(zip(iu.tolist(), ju.tolist())) if how == "lp-relaxation" else None
         res = _search(problem, params, start, "lp-round", t0, {"start": how}, score, pinned)
     else:  # search: start from the best quick baseline (or the coupled groups, or the direct cover)
-        res = _search_from(problem, params, t0, shape, start,
-                           "direct cover" if start is cover and cover is not None else "coupled groups")
+        res = _search_from(problem, params, t0, shape, start, start_name)
     if first is not None and res.objective is not None and first.objective < res.objective:
         res = _better_start(first, res, params, t0)
     if res.artifact is not None:

@@ -797,17 +797,17 @@ def solve_cpsat(problem: WiringProblem, params: SolveParams = SolveParams(), sta
         return best
     rounds = [_round(best, None)] if best.objective is not None else []
     best = _baseline_start(problem, params, best, "cpsat", start,      # integer units can be coarse
-                           START_SHARE * (params.time_limit_s - (time.perf_counter() - t0)))
+                           START_SHARE * (params.time_limit_s - (time.perf_counter() - t0)), t0)
     if best.objective is None or not np.isfinite(best.objective):
         return best
     return _metric_probes(problem, params, t0, best, rounds, tg)
 
 
 def _baseline_start(problem: WiringProblem, params: SolveParams, best: SolveResult, solver: str,
-                    start: Wiring | None = None, seconds: float | None = None, t0: float | None = None) -> SolveResult:
+                    start: Wiring | None, seconds: float, t0: float) -> SolveResult:
     """The better of `best`, the baselines (greedy, TopoOpt-style, the expander, the torus) and `start` (a
     wiring the caller built: coupled groups, or the search's answer on larger instances), scored exactly
-    (within `seconds` together, when given) and keeping `best`'s bound, as the first wiring of the probes: on
+    (within `seconds` together) and keeping `best`'s bound, as the first wiring of the probes: on
     40 accelerators a short first round of either exact model is often worse than greedy and TopoOpt-style,
     and on 16 accelerators in groups on 6 ports (5 s) worse than the expander. All keep the fixed circuits
     (:func:`solvers.baseline_wiring`). `t0`: when the solve began, for the wall time of a start chosen."""
@@ -818,16 +818,14 @@ def _baseline_start(problem: WiringProblem, params: SolveParams, best: SolveResu
     cands = [(f"{k} baseline", baseline_wiring(problem, k, params.seed)) for k in BASELINES]
     if start is not None:
         cands.append(("given start", start))
-    each = params if seconds is None else replace(params, time_limit_s=max(1.0, seconds / max(1, len(cands))))
+    each = replace(params, time_limit_s=max(1.0, seconds / max(1, len(cands))))
     for name, w in cands:
         res = _finish(problem, solver, best.solver_version, each, time.perf_counter(), SolveStatus.FEASIBLE,
                       Limit.NONE, w, best.bound, {"model": f"start: {name}"})
         if np.isfinite(res.objective) and (best.objective is None or res.objective < best.objective):
-            best = res
-            if t0 is not None:            # the wall time of the whole solve, not of scoring this start
-                wall = time.perf_counter() - t0
-                best = replace(best, wall_s=wall, artifact=best.artifact.with_meta(
-                    solve={**best.artifact.solve, "wall_s": round(wall, 3)}))
+            wall = time.perf_counter() - t0      # the whole solve's, not this start's scoring
+            best = replace(res, wall_s=wall, artifact=res.artifact.with_meta(
+                solve={**res.artifact.solve, "wall_s": round(wall, 3)}))
     return best
 
 
