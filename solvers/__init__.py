@@ -44,7 +44,7 @@ from synth.problem import EXACT_ROUTING_MAX, WiringProblem
 
 from . import baselines
 from .structured import heavy_pairs, near_moore, placed, relay_hubs
-from .bounds import LP_BOUND_MAX, best_bound, final_bound, instant_bound
+from .bounds import LP_BOUND_MAX, ProblemCache, best_bound, final_bound, instant_bound
 
 COUPLED_SHARE = 0.25   # of the time limit, for wiring one of the coupled groups (solvers/coupled.py)
 HUB_TRIES = 32        # relay-hubs and heavy-pairs draws, the one with the fewest byte-hops is the candidate
@@ -54,6 +54,7 @@ MIN_SCORE_S = 0.5     # the shortest clock a wiring is scored on (ECMP first, th
 PLACE_SHARE = 0.1     # of the time limit at most, for placing skewed demand on the near-Moore wiring
 UNIFORM_CV = 0.1       # demand spread up to which the geometric near-Moore starts are offered (_near_uniform)
 SEED_FROM = 16         # exact solves above this many accelerators start from the search's wiring (_seeded)
+BOUND_SHARE = 0.25     # of the time limit, for the LP relaxation's bound (solved once per problem)
 SEED_SHARE = 0.2       # of the time limit, for that search
 SEED_MAX_S = 60.0      # and at most this (on up to 64 accelerators its moves level off within seconds)
 SOLVERS = ("auto", "milp", "cpsat", "lp-round", "search", "expander", "torus", "topoopt", "greedy")
@@ -104,7 +105,19 @@ def baseline_wiring(problem: WiringProblem, name: str, seed: int = 0) -> Wiring:
     the ports they leave (:func:`baselines.around`; greedy under the direct policy gives every pair its first
     circuit first and swaps nothing after); the torus and TopoOpt-style, structures that colour themselves on
     a uniform layout, are built whole and the fixed circuits swapped in (:func:`baselines.impose`: at 576
-    accelerators TopoOpt-style on the ports 8 fixed circuits leave took 128 s to colour)."""
+    accelerators TopoOpt-style on the ports 8 fixed circuits leave took 128 s to colour). Built once per problem, kind
+    and seed (`_BASELINES`): a solve asks for them several times (the search's starts, the exact models' starts,
+    the direct policy's check), and on a 2-port layout with one switch per port TopoOpt-style took 2 s each time."""
+    memo = _BASELINES.setdefault(problem, {})
+    if (name, seed) not in memo:
+        memo[(name, seed)] = _baseline_wiring(problem, name, seed)
+    return memo[(name, seed)]
+
+
+_BASELINES = ProblemCache(8)
+
+
+def _baseline_wiring(problem: WiringProblem, name: str, seed: int) -> Wiring:
     t, lay, fixed = problem.traffic.bytes_, problem.layout, problem.fixed_circuits
     direct = problem.policy == "direct"
     if name == "expander":
@@ -513,6 +526,13 @@ def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResu
         raise InvalidInput(f"unknown solver {solver!r}; valid: {', '.join(SOLVERS)}", field="solver")
     t0 = time.perf_counter()
     if solver not in BASELINES:
+        try:     # the bound first, its LP relaxation on a share of the clock (then cached for every answer)
+            best_bound(problem, time_limit_s=BOUND_SHARE * params.time_limit_s)
+        except KeyboardInterrupt:     # the expander, timed by ECMP, with the instant bound (the LP was cut short)
+            w = baseline_wiring(problem, "expander", params.seed)
+            theta, how = problem.score(w, "ecmp")
+            return _result(problem, solver, w, params, t0, Limit.INTERRUPT, {"incumbent": "expander"},
+                           score=(theta, f"{how} (Ctrl-C while bounding)"), quick_bound=True)
         groups = identical_groups(problem)
         if groups is not None:
             res = _replicated(problem, solver, params, groups)

@@ -488,12 +488,16 @@ def topoopt(traffic: np.ndarray, layout: OCSLayout, seed: int = 0, ring_ports: i
     return connect(fill_spare_ports(_realized(layout, pairs, seed), seed))
 
 
+REALIZE_RESTARTS = 8   # colouring restarts of a baseline's whole structure before pairs are dropped
+
+
 def _realized(layout: OCSLayout, pairs: list[tuple[int, int]], seed: int) -> Wiring:
     """The pairs as a wiring on the switches (edge colouring), dropping the last ones until the rest
     colours (an odd ring on too few switches, a torus on a layout with fewer ports here and there)."""
     n, p = layout.accelerators, layout.ports
-    try:
-        return Wiring.from_pairs(n, p, pairs, layout, seed=seed)
+    try:      # a few restarts: on 60 random instances none coloured after the fourth (an odd ring on two
+        # switches fails every one: 64 took 2-3 s at 25 accelerators)
+        return Wiring(n, p, realize(layout, pairs, seed=seed, restarts=REALIZE_RESTARTS), layout)
     except Infeasible:    # bisect on how many to drop (the colouring is a heuristic: roughly monotone)
         lo, hi, best = 0, len(pairs), Wiring(n, p, (), layout)
         while hi - lo > 1:

@@ -176,7 +176,7 @@ def probe(problem: WiringProblem, ix, cuts: MetricCuts, T: float, deadline: floa
     from ortools.sat.python import cp_model
 
     from .ctrl_c import CpsatCtrlC
-    from .exact import _counts, cpsat_topology
+    from .exact import _counts_or_proof, cpsat_topology
     lam = (1 - SHADE) / T
     B = cuts.B
     m = cp_model.CpModel()
@@ -221,10 +221,12 @@ def probe(problem: WiringProblem, ix, cuts: MetricCuts, T: float, deadline: floa
         xhat = np.array([solver.Value(v) for v in xs], dtype=np.int64)
         theta, length = cuts.lp_lengths(xhat.astype(np.float64))
         if theta <= T:
-            counts = _counts(problem, ix, {k: solver.Value(v) for k, v in y.items()} if per_switch else
-                             dict(zip(ix.pairs, xhat.tolist())), per_switch)
+            counts, proven = _counts_or_proof(problem, {k: solver.Value(v) for k, v in y.items()} if per_switch
+                                              else dict(zip(ix.pairs, xhat.tolist())), per_switch, deadline)
             if counts is not None:
                 return "found", (counts, theta), stats
+            if not proven:                    # no colouring found in time: excluding it would prove nothing
+                return "unknown", None, stats
             no_good(xhat)                     # fast enough but does not fit on the switches
             stats["no_goods"] += 1
             continue

@@ -513,7 +513,10 @@ def _relay_count_test(problem: WiringProblem):
     return feasible
 
 
-def lp_relaxation_bound(problem: WiringProblem, time_limit_s: float = 30.0) -> float | None:
+LP_TIME_S = 30.0   # the LP relaxation's clock when the caller gives none
+
+
+def lp_relaxation_bound(problem: WiringProblem, time_limit_s: float = LP_TIME_S) -> float | None:
     """Time bound from fractional circuits and fractional routing (None when too large or not `time`).
 
     Where the LP's optimum is the injection bound it is not solved: fractional direct circuits x_ij =
@@ -679,16 +682,17 @@ _PHASES_CACHE = ProblemCache()
 _STEP_CACHE = ProblemCache()
 
 
-def _phases_bound(problem: WiringProblem, lp: bool) -> tuple[float, dict[str, float]]:
+def _phases_bound(problem: WiringProblem, lp: bool, time_limit_s: float = LP_TIME_S) -> tuple[float, dict[str, float]]:
     """The phases objective's bounds: every phase takes at least its own best bound alone, so their weighted
     sum bounds the step ("phase_sum"); the phases share their circuits, and parallel circuits one phase
     wants take distinct neighbours from another ("shared_circuits", `shared_circuits_bound`); and the step's
     bytes at once (the ``time`` objective) never take longer than the phases one after another, so every
-    ``time`` bound holds too ("total_" + its name)."""
+    ``time`` bound holds too ("total_" + its name). `time_limit_s` is shared by the LP relaxations."""
     memo = _PHASES_CACHE.setdefault(problem, {})
     if lp not in memo:
-        total, named = best_bound(problem.as_time(), lp)
-        parts = [(w, sub, best_bound(sub, lp)) for w, sub in problem.phase_problems()]
+        each = time_limit_s / (1 + len(problem.phases))
+        total, named = best_bound(problem.as_time(), lp, each)
+        parts = [(w, sub, best_bound(sub, lp, each)) for w, sub in problem.phase_problems()]
         memo[lp] = {**{f"total_{k}": v for k, v in named.items()},
                     "phase_sum": float(sum(w * b[0] for w, _, b in parts)),
                     "shared_circuits": shared_circuits_bound(problem, lp, [(w, sub, b[1]) for w, sub, b in parts])}
@@ -712,10 +716,12 @@ def final_bound(problem: WiringProblem) -> tuple[float, dict[str, float], bool]:
         return (*instant_bound(problem), True)
 
 
-def best_bound(problem: WiringProblem, lp: bool = True) -> tuple[float, dict[str, float]]:
-    """The best (largest) lower bound and each named bound."""
+def best_bound(problem: WiringProblem, lp: bool = True, time_limit_s: float = LP_TIME_S) -> tuple[float, dict[str, float]]:
+    """The best (largest) lower bound and each named bound. `time_limit_s`: the LP relaxation's clock; it is
+    solved once per problem (the first call's clock: an LP that runs out of it is left out, every later
+    call included: the bound stays valid, and a solve's answers all carry the same one)."""
     if problem.objective == "phases":
-        return _phases_bound(problem, lp)
+        return _phases_bound(problem, lp, time_limit_s)
     if problem.objective == "step":
         if problem not in _STEP_CACHE:
             from synth.evaluate import ocs_step_lower_bound_us
@@ -727,7 +733,7 @@ def best_bound(problem: WiringProblem, lp: bool = True) -> tuple[float, dict[str
         named["relay_count"] = relay_count_bound(problem)
         named["relay_split"] = relay_split_bound(problem)
     if lp:
-        lpb = lp_relaxation_bound(problem)
+        lpb = lp_relaxation_bound(problem, time_limit_s)
         if lpb is not None:
             named["lp_relaxation"] = lpb
     return max(named.values()), named

@@ -47,6 +47,8 @@ from .ctrl_c import CpsatCtrlC, HighsCtrlC
 
 EXACT_MAX = 64   # accelerators; beyond this the exact models are not built
 COLOUR_TIME_S = 10.0   # exact colouring of a relaxed answer the colouring heuristic gave up on
+COLOUR_MIN_S = 0.2     # ... when the solve's clock has run out
+SECOND_STAGE_MIN_S = 1.0   # left of the clock for the per-switch model after an uncolourable relaxed answer
 
 
 @dataclass
@@ -248,26 +250,36 @@ def _flow_keys(problem: WiringProblem, ix: _Index):
     return keys, out, inn
 
 
-def _counts(problem: WiringProblem, ix: _Index, values: dict, per_switch: bool):
+def _counts(problem: WiringProblem, ix: _Index, values: dict, per_switch: bool, deadline: float | None = None):
     """Per-switch circuit counts: read from y, or by colouring the pair counts x onto the switches
-    (None when they do not fit)."""
+    (None when they do not fit, or no colouring was found by `deadline`: see :func:`_counts_or_proof`)."""
+    return _counts_or_proof(problem, values, per_switch, deadline)[0]
+
+
+def _counts_or_proof(problem: WiringProblem, values: dict, per_switch: bool, deadline: float | None = None):
+    """(counts, proven) for :func:`_counts`: `proven` says that a None means no colouring exists (CP-SAT's
+    proof), not that none was found in time. `deadline` (a `time.perf_counter()` value): the colouring
+    heuristic's restarts and the exact colouring stop there, the latter given at least COLOUR_MIN_S. A
+    proof that excludes a wiring because it does not fit needs `proven` (a colouring cut off by the clock
+    is no reason to exclude it)."""
     if per_switch:
-        return {k: v for k, v in values.items() if v > 0}
+        return {k: v for k, v in values.items() if v > 0}, False
     from synth.errors import Infeasible
     from synth.realize import realize
     pairs = [p for p, v in values.items() for _ in range(int(v))]
     try:
-        circuits = realize(problem.layout, pairs)
+        circuits = realize(problem.layout, pairs, deadline=deadline)
     except Infeasible:                 # the heuristic gave up; an exact colouring may still exist
-        from .colouring import colour_cpsat
-        circuits = colour_cpsat(problem.layout, pairs, time_limit_s=COLOUR_TIME_S)
+        from .colouring import colour_or_proof
+        left = COLOUR_TIME_S if deadline is None else deadline - time.perf_counter()
+        circuits, proven = colour_or_proof(problem.layout, pairs, min(COLOUR_TIME_S, max(COLOUR_MIN_S, left)))
         if circuits is None:
-            return None
+            return None, proven
     out: dict[tuple[int, int, int], int] = {}
     for c in circuits:
         key = (c.switch, min(c.a, c.b), max(c.a, c.b))
         out[key] = out.get(key, 0) + 1
-    return out
+    return out, False
 
 
 def _two_stage(problem: WiringProblem, params: SolveParams, solve) -> SolveResult:
@@ -284,7 +296,10 @@ def _two_stage(problem: WiringProblem, params: SolveParams, solve) -> SolveResul
         res = solve(problem, params, per_switch=False)
         if not res.extra.get("uncolourable") or res.limit == Limit.INTERRUPT:   # Ctrl-C: no second round
             return res
-    left = max(1.0, params.time_limit_s - (time.perf_counter() - t0))
+        left = params.time_limit_s - (time.perf_counter() - t0)
+        if left < SECOND_STAGE_MIN_S:      # no time for the per-switch model: no wiring from this model
+            return replace(res, limit=Limit.TIME)
+    left = max(SECOND_STAGE_MIN_S, params.time_limit_s - (time.perf_counter() - t0))
     return solve(problem, replace(params, time_limit_s=left), per_switch=True)
 
 
@@ -296,12 +311,14 @@ def _plain(problem: WiringProblem, params: SolveParams, solve, start: Wiring | N
     answered the expander, 1.8x TopoOpt-style's."""
     from dataclasses import replace
     t0 = time.perf_counter()
+    cands = _baseline_cands(problem, params, start)      # built first: on scattered layouts they take a second
     reserve = min(PLAIN_RESERVE_S, START_SHARE * params.time_limit_s)
-    best = _two_stage(problem, replace(params, time_limit_s=max(1.0, params.time_limit_s - reserve)), solve)
+    best = _two_stage(problem, replace(params, time_limit_s=max(1.0, params.time_limit_s - reserve
+                                                                - (time.perf_counter() - t0))), solve)
     if best.status == SolveStatus.OPTIMAL or best.limit == Limit.INTERRUPT:
         return best
     return _baseline_start(problem, params, best, best.solver, start,
-                           max(0.5, params.time_limit_s - (time.perf_counter() - t0)), t0)
+                           max(0.5, params.time_limit_s - (time.perf_counter() - t0)), t0, cands)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -403,6 +420,7 @@ TIE = 1e-12        # relative: an objective this close to its bound is a float t
                    # every answer under 1e-13 s OPTIMAL)
 FIRST_SHARE = 0.3   # of the time limit, for the plain time model before the probes
 START_SHARE = 0.25  # of the time left after the first round, for scoring the starts (_baseline_start)
+START_MIN_S = 0.25  # the least scoring clock of each start (exact up to EXACT_ROUTING_MAX accelerators regardless)
 PLAIN_RESERVE_S = 2.0   # of the clock, at most START_SHARE of it, for the starts after a plain model (_plain)
 PROBE_MIN_BUILDS = 2.0   # a probe needs at least this many times the model's build time
 STAGES_MIN_S = 900.0   # time left at which coupled groups get the case split or net test (solvers/stages.py)
@@ -478,7 +496,7 @@ def _groups_rings(problem: WiringProblem, params: SolveParams, t0: float, ug, be
             return best, max(bound, min(T, best.objective)), False
         if verdict != "found":
             break
-        counts = _counts(problem, None, circuits, False)
+        counts = _counts(problem, None, circuits, False, end)
         if counts is None:
             break
         found = _finish(problem, name, best.solver_version, params, time.perf_counter(), SolveStatus.FEASIBLE,
@@ -725,7 +743,7 @@ def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool,
     status = SolveStatus.OPTIMAL if prob.sol_status == pulp.LpSolutionOptimal and limit == Limit.NONE \
         else SolveStatus.FEASIBLE
     counts = _counts(problem, ix, {k: int(round(v.value() or 0)) for k, v in y.items()} if per_switch else
-                     {p: int(round(pulp.value(v) or 0)) for p, v in x.items()}, per_switch)
+                     {p: int(round(pulp.value(v) or 0)) for p, v in x.items()}, per_switch, t0 + params.time_limit_s)
     if counts is None:
         return SolveResult(SolveStatus.NO_SOLUTION, None, None, wall, name, version, params.seed, limit,
                            message="relaxed optimum does not fit on the switches", extra={"uncolourable": True})
@@ -803,23 +821,37 @@ def solve_cpsat(problem: WiringProblem, params: SolveParams = SolveParams(), sta
     return _metric_probes(problem, params, t0, best, rounds, tg)
 
 
+def _baseline_cands(problem: WiringProblem, params: SolveParams, start: Wiring | None) -> list[tuple[str, Wiring]]:
+    """(name, wiring) of every baseline and `start`, the starts :func:`_baseline_start` scores."""
+    from . import BASELINES, baseline_wiring
+    cands = [(f"{k} baseline", baseline_wiring(problem, k, params.seed)) for k in BASELINES]
+    return cands + ([("given start", start)] if start is not None else [])
+
+
 def _baseline_start(problem: WiringProblem, params: SolveParams, best: SolveResult, solver: str,
-                    start: Wiring | None, seconds: float, t0: float) -> SolveResult:
+                    start: Wiring | None, seconds: float, t0: float,
+                    cands: list[tuple[str, Wiring]] | None = None) -> SolveResult:
     """The better of `best`, the baselines (greedy, TopoOpt-style, the expander, the torus) and `start` (a
     wiring the caller built: coupled groups, or the search's answer on larger instances), scored exactly
     (within `seconds` together) and keeping `best`'s bound, as the first wiring of the probes: on
     40 accelerators a short first round of either exact model is often worse than greedy and TopoOpt-style,
     and on 16 accelerators in groups on 6 ports (5 s) worse than the expander. All keep the fixed circuits
-    (:func:`solvers.baseline_wiring`). `t0`: when the solve began, for the wall time of a start chosen."""
+    (:func:`solvers.baseline_wiring`). `t0`: when the solve began, for the wall time of a start chosen;
+    `cands`: those starts, when the caller built them (:func:`_baseline_cands`)."""
     from dataclasses import replace
     if best.status not in (SolveStatus.FEASIBLE, SolveStatus.NO_SOLUTION):
         return best
-    from . import BASELINES, baseline_wiring
-    cands = [(f"{k} baseline", baseline_wiring(problem, k, params.seed)) for k in BASELINES]
-    if start is not None:
-        cands.append(("given start", start))
-    each = replace(params, time_limit_s=max(1.0, seconds / max(1, len(cands))))
-    for name, w in cands:
+    cands = _baseline_cands(problem, params, start) if cands is None else cands
+    each = replace(params, time_limit_s=max(START_MIN_S, seconds / max(1, len(cands))))
+    # in the order of their floors (no routing beats a wiring's byte-hops over its capacity); one whose floor is
+    # no better than the time in hand is not scored, and none after the clock once a wiring is in hand
+    floors = [problem.time_floor(w) for _, w in cands]
+    end = time.perf_counter() + seconds
+    for k in np.argsort(floors, kind="stable"):
+        name, w = cands[k]
+        if best.objective is not None and np.isfinite(best.objective) and \
+                (floors[k] >= best.objective or time.perf_counter() > end):
+            continue
         res = _finish(problem, solver, best.solver_version, each, time.perf_counter(), SolveStatus.FEASIBLE,
                       Limit.NONE, w, best.bound, {"model": f"start: {name}"})
         if np.isfinite(res.objective) and (best.objective is None or res.objective < best.objective):
@@ -1016,7 +1048,7 @@ def _solve_cpsat(problem: WiringProblem, params: SolveParams, per_switch: bool) 
                            message=f"CP-SAT stopped without a solution ({solver.StatusName(st)})")
     status = SolveStatus.OPTIMAL if st == cp_model.OPTIMAL else SolveStatus.FEASIBLE
     counts = _counts(problem, ix, {k: solver.Value(v) for k, v in y.items()} if per_switch else
-                     {p: solver.Value(v) for p, v in x.items()}, per_switch)
+                     {p: solver.Value(v) for p, v in x.items()}, per_switch, t0 + params.time_limit_s)
     if counts is None:
         return SolveResult(SolveStatus.NO_SOLUTION, None, None, wall, "cpsat", version, params.seed, limit,
                            message="relaxed optimum does not fit on the switches", extra={"uncolourable": True})

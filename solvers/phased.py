@@ -136,7 +136,7 @@ def solve_milp_phases(problem: WiringProblem, params: SolveParams, per_switch: b
         if backend != "highs" and solved:
             bound = max(bound, float(pulp.value(prob.objective)) * ref * (1 - fine.rel_gap))
         counts = _counts(problem, ix, {k: int(round(v.value() or 0)) for k, v in y.items()} if per_switch else
-                         {p: int(round(pulp.value(v) or 0)) for p, v in x.items()}, per_switch)
+                         {p: int(round(pulp.value(v) or 0)) for p, v in x.items()}, per_switch, t0 + params.time_limit_s)
         if counts is None:
             return SolveResult(SolveStatus.NO_SOLUTION, None, None, time.perf_counter() - t0, name, version,
                                params.seed, limit, message="relaxed optimum does not fit on the switches",
@@ -174,7 +174,7 @@ def solve_cpsat_phases(problem: WiringProblem, params: SolveParams, per_switch: 
 
     from .benders import MetricCuts, exclude
     from .ctrl_c import CpsatCtrlC
-    from .exact import _counts, _finish, _index, _symmetry_rows, _wiring_from, cpsat_topology
+    from .exact import _counts_or_proof, _finish, _index, _symmetry_rows, _wiring_from, cpsat_topology
     t0 = time.perf_counter()
     ix = _index(problem)
     parts = _parts(problem)
@@ -246,6 +246,7 @@ def solve_cpsat_phases(problem: WiringProblem, params: SolveParams, per_switch: 
             add_row(k, cuts[k].lp_lengths(xf)[1], xf)
     bound = 0.0
     proposals = 0
+    sound = True      # every proposal excluded so far is no wiring or priced: the model's bounds hold
     limit = Limit.NONE
     version = f"ortools {ortools.__version__}"
     say = params.progress or (lambda msg: None)
@@ -270,10 +271,10 @@ def solve_cpsat_phases(problem: WiringProblem, params: SolveParams, per_switch: 
         if ctrl_c.hit:
             limit = Limit.INTERRUPT
             break
-        if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        if st in (cp_model.OPTIMAL, cp_model.FEASIBLE) and sound:
             bound = max(bound, (solver.BestObjectiveBound() - len(parts)) * u)
         if st == cp_model.INFEASIBLE:     # every wiring is excluded: the incumbent (if any) is optimal
-            bound = best[0] if best is not None else bound
+            bound = best[0] if best is not None and sound else bound
             break
         if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             limit = Limit.TIME
@@ -282,10 +283,11 @@ def solve_cpsat_phases(problem: WiringProblem, params: SolveParams, per_switch: 
         xhat = np.array([solver.Value(v) for v in xs], dtype=np.int64)
         timed = [c.lp_lengths(xhat.astype(np.float64)) for c in cuts]
         objective = sum(w * th for (w, _, _), (th, _) in zip(parts, timed))
-        counts = _counts(problem, ix, {k: solver.Value(v) for k, v in y.items()} if per_switch else
-                         dict(zip(ix.pairs, xhat.tolist())), per_switch)
+        counts, proven = _counts_or_proof(problem, {k: solver.Value(v) for k, v in y.items()} if per_switch else
+                                          dict(zip(ix.pairs, xhat.tolist())), per_switch, t0 + params.time_limit_s)
         if counts is None:
             exclude(m, xs, xhat)
+            sound &= proven           # a proposal excluded without a proof that it does not fit: no more bounds
             continue
         if np.isfinite(objective) and (best is None or objective < best[0]):
             best = (objective, _wiring_from(problem, counts, {}))

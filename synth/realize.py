@@ -9,6 +9,7 @@ degree budget always colours (König); a general one may not (an odd cycle on 2 
 """
 from __future__ import annotations
 
+import time
 from typing import Iterable
 
 import numpy as np
@@ -16,8 +17,10 @@ import numpy as np
 from .errors import Infeasible, InvalidInput
 
 
-def realize(layout, pairs: Iterable[tuple[int, int]], *, seed: int = 0, max_tries: int = 64, restarts: int = 64):
-    """Assign each (a, b) pair a switch and a port at each end. Returns a tuple of Circuits.
+def realize(layout, pairs: Iterable[tuple[int, int]], *, seed: int = 0, max_tries: int = 64, restarts: int = 64,
+            deadline: float | None = None):
+    """Assign each (a, b) pair a switch and a port at each end. Returns a tuple of Circuits. `deadline` (a
+    `time.perf_counter()` value): no restart begins after it (the first attempt always runs).
 
     >>> from synth.model import OCSLayout
     >>> cs = realize(OCSLayout.uniform(4, 2), [(0, 1), (1, 2), (2, 3), (3, 0)])
@@ -27,6 +30,8 @@ def realize(layout, pairs: Iterable[tuple[int, int]], *, seed: int = 0, max_trie
     edges = np.asarray(list(pairs), dtype=np.int64).reshape(-1, 2)
     last: Infeasible | None = None
     for attempt in range(restarts):
+        if attempt and deadline is not None and time.perf_counter() > deadline:
+            break
         try:
             return _realize_once(layout, edges, seed=seed + 7919 * attempt, max_tries=max_tries,
                                  shuffle=attempt > 0)

@@ -294,3 +294,17 @@ def test_exact_solvers_above_16_start_from_the_search():
         res = wire(p, solver, SolveParams(time_limit_s=8, max_moves=60))
         assert res.objective <= searched * (1 + 1e-9) and res.bound <= res.objective
         assert not wiring_violations(res.artifact)
+
+
+def test_phases_cpsat_proves_nothing_by_excluding_what_it_could_not_colour(monkeypatch):
+    """The phases CP-SAT excluded a proposal whose colouring was not found, also when the exact colouring only
+    ran out of time, and at the end took the incumbent as proven optimal once every wiring was excluded. Now
+    the bound stays what it was before the first unproven exclusion."""
+    import solvers.exact as exact_mod
+    from solvers.phased import solve_cpsat_phases
+    ring = pairs(4, [(i, (i + 1) % 4) for i in range(4)])
+    prob = phased([TrafficPhase("a", ring, 1.0), TrafficPhase("b", ring * 2, 1.0)], 2)
+    monkeypatch.setattr(exact_mod, "_counts_or_proof", lambda *a, **k: (None, False))
+    res = solve_cpsat_phases(prob, SolveParams(time_limit_s=20), per_switch=False)
+    assert res.status == SolveStatus.FEASIBLE and res.bound < res.objective * (1 - 1e-6)   # was OPTIMAL, 1 s
+    assert res.extra["proposals"] >= 2
