@@ -197,13 +197,21 @@ class WiringProblem:
         """The same problem under the ``time`` objective (the step's bytes at once): a relaxation of
         ``phases`` (its optimum and bounds are lower bounds) and what structure-based starts look at."""
         from dataclasses import replace
-        return self if self.objective == "time" else replace(self, objective="time", phases=(), workload=None)
+        if self.objective == "time":
+            return self
+        if "_as_time" not in self.__dict__:   # one object per problem: the solvers' caches key on identity
+            object.__setattr__(self, "_as_time", replace(self, objective="time", phases=(), workload=None))
+        return self.__dict__["_as_time"]
 
     def phase_problems(self) -> list[tuple[float, "WiringProblem"]]:
-        """(weight, the ``time`` problem of that phase alone) for every phase."""
+        """(weight, the ``time`` problem of that phase alone) for every phase (the same objects on every call,
+        as :meth:`as_time`)."""
         from dataclasses import replace
-        return [(p.weight, replace(self, traffic=TrafficMatrix(p.bytes_, name=p.name), objective="time", phases=(),
-                                   workload=None)) for p in self.phases]
+        if "_phase_problems" not in self.__dict__:
+            object.__setattr__(self, "_phase_problems", [
+                (p.weight, replace(self, traffic=TrafficMatrix(p.bytes_, name=p.name), objective="time", phases=(),
+                                   workload=None)) for p in self.phases])
+        return list(self.__dict__["_phase_problems"])
 
     def restricted(self, idx: np.ndarray, layout: OCSLayout) -> "WiringProblem":
         """The problem on the accelerators `idx` only (their demand, each phase's too: phases without bytes
