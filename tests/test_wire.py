@@ -1779,3 +1779,12 @@ def test_lp_round_drops_pairs_that_do_not_colour_by_bisection(monkeypatch):
     w = _lp_round(p, SolveParams(time_limit_s=60))
     assert not wiring_violations(w) and len(calls) < 200
     assert p.as_time() is p.as_time() and p.phase_problems()[1][1] is p.phase_problems()[1][1]
+
+
+def test_lp_round_beyond_the_lp_starts_from_heavy_pairs_only_when_they_score_best():
+    """Beyond 40 accelerators lp-round started from the heavy pairs' wiring, pinned, whatever the baselines
+    scored: 45 accelerators in two phases, heavy pairs 0.00572 s, TopoOpt-style 0.00351 s (lp-round ended at
+    0.00224 s, the search from TopoOpt-style at 0.00138). Now the best of them starts."""
+    p = _sweep_case(9, (20, 80), True)
+    res = wire(p, "lp-round", SolveParams(time_limit_s=10, max_moves=50))
+    assert res.extra["start"] == "topoopt" and not wiring_violations(res.artifact)
