@@ -431,11 +431,8 @@ def _search_from(problem: WiringProblem, params: SolveParams, t0: float, shape: 
         cands = cands or {"expander": baseline_wiring(problem, "expander", params.seed)}
         if start is not None:
             cands[start_name] = baselines.impose(start, problem.fixed_circuits)
-        scored = {k: problem.score(w, "ecmp") for k, w in cands.items()}
-        best = min(scored, key=lambda k: scored[k][0])
-        return _result(problem, "search", cands[best], params, t0, Limit.INTERRUPT,
-                       {"start": best, "moves_tried": 0, "moves_kept": 0},
-                       score=(scored[best][0], f"{scored[best][1]} (Ctrl-C before the search)"), quick_bound=True)
+        return _ecmp_answer(problem, "search", cands, params, t0, "Ctrl-C before the search",
+                            lambda k: {"start": k, "moves_tried": 0, "moves_kept": 0})
     rival = None
     if aside_scores:
         k = min(aside_scores, key=lambda a: aside_scores[a][0])
@@ -447,6 +444,16 @@ def _search_from(problem: WiringProblem, params: SolveParams, t0: float, shape: 
             res = _result(problem, "search", aside[k], params, t0, res.limit,
                           {"start": k, "moves_tried": 0, "moves_kept": 0}, score=sc)
     return res
+
+
+def _ecmp_answer(problem: WiringProblem, solver: str, cands: dict[str, Wiring], params: SolveParams, t0: float,
+                 why: str, extra) -> SolveResult:
+    """After a Ctrl-C before `solver` had an answer: the best of `cands` timed by ECMP's routing (a second at
+    most), with the instant bound (the bounds' first run may have been cut short); `extra(name)` its extras."""
+    scored = {k: problem.score(w, "ecmp") for k, w in cands.items()}
+    best = min(scored, key=lambda k: scored[k][0])
+    return _result(problem, solver, cands[best], params, t0, Limit.INTERRUPT, extra(best),
+                   score=(scored[best][0], f"{scored[best][1]} ({why})"), quick_bound=True)
 
 
 def _prepare(problem: WiringProblem, params: SolveParams, shape: WiringProblem, start: Wiring | None, cands: dict,
@@ -537,11 +544,9 @@ def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResu
     if solver not in BASELINES:
         try:     # the bound first, its LP relaxation on a share of the clock (then cached for every answer)
             best_bound(problem, time_limit_s=_lp_share(solver) * params.time_limit_s)
-        except KeyboardInterrupt:     # the expander, timed by ECMP, with the instant bound (the LP was cut short)
-            w = baseline_wiring(problem, "expander", params.seed)
-            theta, how = problem.score(w, "ecmp")
-            return _result(problem, solver, w, params, t0, Limit.INTERRUPT, {"incumbent": "expander"},
-                           score=(theta, f"{how} (Ctrl-C while bounding)"), quick_bound=True)
+        except KeyboardInterrupt:     # the expander (the LP was cut short)
+            return _ecmp_answer(problem, solver, {"expander": baseline_wiring(problem, "expander", params.seed)},
+                                params, t0, "Ctrl-C while bounding", lambda k: {"incumbent": k})
         groups = identical_groups(problem)
         if groups is not None:
             res = _replicated(problem, solver, params, groups)
@@ -633,29 +638,30 @@ def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResu
         heavy = heavy_pairs(shape, params.seed, HUB_TRIES) if problem.accelerators > LP_BOUND_MAX else None
         if heavy is not None and problem.accelerators > 256:
             start, pinned, how, score = heavy[0], heavy[1], "heavy pairs", None
-        elif heavy is not None:
-            # beside the quick baselines, which the heavy pairs' pinned circuits may not beat (45 accelerators,
-            # two phases: heavy pairs 0.00572 s, TopoOpt-style 0.00351; lp-round from heavy pairs ended at
-            # 0.00224 s, the search from TopoOpt-style at 0.00138)
-            tries = {"heavy pairs": heavy[0], **{k: baseline_wiring(problem, k, params.seed)
-                                                 for k in ("greedy", "topoopt", "expander")}}
-            served = {k: w for k, w in tries.items() if _serves(problem, w)} or {"expander": tries["expander"]}
-            how, start, score = _scored_start(problem, params, served)
-            pinned = heavy[1] if how == "heavy pairs" else None
         else:
-            # the rounding beside the quick baselines (and the direct policy's cover), the best one starting:
-            # lp-round is never worse than them (random instances of 7-38 accelerators, 2 s: the rounding,
-            # searched, ended 1.002-1.7x the best baseline's time or byte-hops on 14 of 40); a wiring leaving
-            # a pair apart (a switch short of radix spent on the wrong pairs) does not start, unless none serves
-            tries = {("lp-relaxation" if problem.accelerators <= LP_BOUND_MAX else "rounding"):
-                     baselines.impose(_lp_round(problem, params), problem.fixed_circuits)}
+            # the rounding (or the heavy pairs) beside the quick baselines (and the direct policy's cover), the
+            # best one starting: lp-round is never worse than them (random instances of 7-38 accelerators, 2 s:
+            # the rounding, searched, ended 1.002-1.7x the best baseline's time or byte-hops on 14 of 40; 45
+            # accelerators, two phases: heavy pairs 0.00572 s, TopoOpt-style 0.00351, and lp-round from heavy
+            # pairs ended at 0.00224 s where the search from TopoOpt-style found 0.00138); a wiring leaving a
+            # pair apart (a switch short of radix spent on the wrong pairs) does not start, unless none serves
+            if heavy is not None:
+                tries = {"heavy pairs": heavy[0]}
+            else:
+                tries = {("lp-relaxation" if problem.accelerators <= LP_BOUND_MAX else "rounding"):
+                         baselines.impose(_lp_round(problem, params), problem.fixed_circuits)}
             tries.update({k: baseline_wiring(problem, k, params.seed) for k in ("greedy", "topoopt", "expander")})
             if cover is not None:
                 tries["direct cover"] = cover
             served = {k: w for k, w in tries.items() if _serves(problem, w)} or {"expander": tries["expander"]}
             how, start, score = _scored_start(problem, params, served)
-            iu, ju = np.nonzero(np.triu(start.adjacency() >= 2, 1))
-            pinned = set(zip(iu.tolist(), ju.tolist())) if how == "lp-relaxation" else None
+            if how == "heavy pairs":
+                pinned = heavy[1]
+            elif how == "lp-relaxation":
+                iu, ju = np.nonzero(np.triu(start.adjacency() >= 2, 1))
+                pinned = set(zip(iu.tolist(), ju.tolist()))
+            else:
+                pinned = None
         res = _search(problem, params, start, "lp-round", t0, {"start": how}, score, pinned)
     else:  # search: start from the best quick baseline (or the coupled groups, or the direct cover)
         res = _search_from(problem, params, t0, shape, start, start_name)

@@ -318,7 +318,7 @@ def _plain(problem: WiringProblem, params: SolveParams, solve, start: Wiring | N
     if best.status == SolveStatus.OPTIMAL or best.limit == Limit.INTERRUPT:
         return best
     return _baseline_start(problem, params, best, best.solver, start,
-                           max(0.5, params.time_limit_s - (time.perf_counter() - t0)), t0, cands)
+                           max(0.5, params.time_limit_s - (time.perf_counter() - t0)), cands)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -365,7 +365,7 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams(), star
     if best.status == SolveStatus.OPTIMAL:
         return best
     best = _baseline_start(problem, params, best, best.solver, start,
-                           START_SHARE * (params.time_limit_s - (time.perf_counter() - t0)), t0)
+                           START_SHARE * (params.time_limit_s - (time.perf_counter() - t0)))
     if best.status != SolveStatus.FEASIBLE or best.objective is None or not np.isfinite(best.objective):
         return best
     bound = best.bound or 0.0
@@ -815,7 +815,7 @@ def solve_cpsat(problem: WiringProblem, params: SolveParams = SolveParams(), sta
         return best
     rounds = [_round(best, None)] if best.objective is not None else []
     best = _baseline_start(problem, params, best, "cpsat", start,      # integer units can be coarse
-                           START_SHARE * (params.time_limit_s - (time.perf_counter() - t0)), t0)
+                           START_SHARE * (params.time_limit_s - (time.perf_counter() - t0)))
     if best.objective is None or not np.isfinite(best.objective):
         return best
     return _metric_probes(problem, params, t0, best, rounds, tg)
@@ -829,15 +829,16 @@ def _baseline_cands(problem: WiringProblem, params: SolveParams, start: Wiring |
 
 
 def _baseline_start(problem: WiringProblem, params: SolveParams, best: SolveResult, solver: str,
-                    start: Wiring | None, seconds: float, t0: float,
+                    start: Wiring | None, seconds: float,
                     cands: list[tuple[str, Wiring]] | None = None) -> SolveResult:
     """The better of `best`, the baselines (greedy, TopoOpt-style, the expander, the torus) and `start` (a
     wiring the caller built: coupled groups, or the search's answer on larger instances), scored exactly
     (within `seconds` together) and keeping `best`'s bound, as the first wiring of the probes: on
     40 accelerators a short first round of either exact model is often worse than greedy and TopoOpt-style,
     and on 16 accelerators in groups on 6 ports (5 s) worse than the expander. All keep the fixed circuits
-    (:func:`solvers.baseline_wiring`). `t0`: when the solve began, for the wall time of a start chosen;
-    `cands`: those starts, when the caller built them (:func:`_baseline_cands`)."""
+    (:func:`solvers.baseline_wiring`). `cands`: those starts, when the caller built them
+    (:func:`_baseline_cands`). A start chosen carries its scoring time as its wall time; `solvers.wire`
+    reports the whole call's."""
     from dataclasses import replace
     if best.status not in (SolveStatus.FEASIBLE, SolveStatus.NO_SOLUTION):
         return best
@@ -855,9 +856,7 @@ def _baseline_start(problem: WiringProblem, params: SolveParams, best: SolveResu
         res = _finish(problem, solver, best.solver_version, each, time.perf_counter(), SolveStatus.FEASIBLE,
                       Limit.NONE, w, best.bound, {"model": f"start: {name}"})
         if np.isfinite(res.objective) and (best.objective is None or res.objective < best.objective):
-            wall = time.perf_counter() - t0      # the whole solve's, not this start's scoring
-            best = replace(res, wall_s=wall, artifact=res.artifact.with_meta(
-                solve={**res.artifact.solve, "wall_s": round(wall, 3)}))
+            best = res
     return best
 
 

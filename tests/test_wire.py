@@ -1722,11 +1722,10 @@ def test_exact_starts_whose_floor_cannot_win_are_not_scored(monkeypatch):
     seen = []
     score = WiringProblem.score_or_quick
     monkeypatch.setattr(WiringProblem, "score_or_quick", lambda self, w, *a, **k: seen.append(w) or score(self, w, *a, **k))
-    res = _baseline_start(p, SolveParams(time_limit_s=5), good, "milp", None, 5, time.perf_counter(),
-                          [("ring", ring)])
+    res = _baseline_start(p, SolveParams(time_limit_s=5), good, "milp", None, 5, [("ring", ring)])
     assert p.time_floor(ring) > good.objective and seen == [] and res is good
     res = _baseline_start(p, SolveParams(time_limit_s=5), replace(good, objective=None, status=SolveStatus.NO_SOLUTION),
-                          "milp", None, 5, time.perf_counter(), [("expander", good.artifact), ("ring", ring)])
+                          "milp", None, 5, [("expander", good.artifact), ("ring", ring)])
     assert seen == [good.artifact] and res.objective == good.objective
 
 
