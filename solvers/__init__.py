@@ -43,13 +43,14 @@ from synth.model import Limit, SolveParams, SolveResult, SolveStatus, Wiring
 from synth.problem import EXACT_ROUTING_MAX, WiringProblem
 
 from . import baselines
-from .structured import heavy_pairs, near_moore, placed, relay_hubs
+from .structured import heavy_pairs, hub_mask, near_moore, placed, relay_hubs
 from .bounds import LP_BOUND_MAX, ProblemCache, best_bound, final_bound, instant_bound
 
 COUPLED_SHARE = 0.25   # of the time limit, for wiring one of the coupled groups (solvers/coupled.py)
 HUB_TRIES = 32        # relay-hubs and heavy-pairs draws, the one with the fewest byte-hops is the candidate
 ASIDE_SHARE = 0.25    # of the time limit, for scoring exactly the wirings offered beside the search
 START_SHARE = 0.3     # of the time limit at most, for scoring the search's starts (a tenth each)
+QUICK_SHARE = 0.04    # of the time limit, for ranking two searched wirings by MWU (within ~1% of their times)
 MIN_SCORE_S = 0.5     # the shortest clock a wiring is scored on (ECMP first, then the multi-path routing)
 PLACE_SHARE = 0.1     # of the time limit at most, for placing skewed demand on the near-Moore wiring
 UNIFORM_CV = 0.1       # demand spread up to which the geometric near-Moore starts are offered (_near_uniform)
@@ -201,40 +202,76 @@ def _lp_round(problem: WiringProblem, params: SolveParams) -> Wiring:
     return baselines.connect(baselines.fill_spare_ports(w, params.seed))
 
 
+def _moves(problem: WiringProblem, params: SolveParams, start: Wiring, budget: float, cap: int | None,
+           pinned: set | None) -> tuple[Wiring, int, int, Limit]:
+    """Degree-preserving local search from `start` for `budget` seconds (or `cap` moves), never moving the
+    circuits of `pinned` pairs or fixed circuits: (wiring, moves tried, moves kept, limit). A Ctrl-C keeps
+    the start."""
+    from .local_search import improve_hops, improve_two_hop
+    if problem.fixed_circuits:       # the moves never touch a fixed pair's circuits
+        pinned = set(pinned or ()) | {(min(c.a, c.b), max(c.a, c.b)) for c in problem.fixed_circuits}
+    p, n = int(problem.layout.capacity.sum(axis=1).max()), problem.accelerators
+    dense = p + p * (p - 1) >= (n - 1) / 2      # two hops can reach most pairs: optimize that, incrementally
+    t = problem.traffic.bytes_
+    try:
+        if dense:   # 4/5 of the clock, or of the move budget (then either phase may use all the clock left)
+            t1 = time.perf_counter()
+            w, tried, kept = improve_two_hop(start, t, budget * (0.8 if cap is None else 1.0), params.seed,
+                                             params.progress, None if cap is None else max(1, cap * 4 // 5), pinned)
+            left = budget * 0.2 if cap is None else budget - (time.perf_counter() - t1)
+            w, _, tried2, kept2 = improve_hops(w, t, max(left, 0.0), params.seed, params.progress,
+                                               None if cap is None else max(1, cap - tried), pinned)
+            tried, kept = tried + tried2, kept + kept2
+        else:
+            w, _, tried, kept = improve_hops(start, t, budget, params.seed, params.progress, cap, pinned)
+        return w, tried, kept, Limit.ITERATIONS if cap is not None and tried >= cap else Limit.TIME
+    except KeyboardInterrupt:
+        return start, 0, 0, Limit.INTERRUPT
+
+
 def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: str, t0: float,
             extra: dict | None = None, start_score: tuple[float, str] | None = None,
-            pinned: set | None = None, rival: tuple | None = None) -> SolveResult:
+            pinned: set | None = None, rival: tuple | None = None, other: tuple | None = None) -> SolveResult:
     """Local search from `start` (never moving the circuits of `pinned` pairs); the answer is the better of
     the improved wiring and the start under the final objective (hop count is only the search's proxy), so
     it is never worse than its start. `rival` = (name, wiring, score, MWU state): a wiring scored beside the
     search; when the searched wiring's floor (`WiringProblem.time_floor`) shows it cannot beat the rival,
     the scoring clock goes on the rival's routing instead (kimi-k2-288: the searched expander's floor is
-    0.00126 s, the placed polarity graph routes in 0.00124 s and, with the 18 s more, in 0.00123 s)."""
-    from .local_search import improve_hops, improve_two_hop
+    0.00126 s, the placed polarity graph routes in 0.00124 s and, with the 18 s more, in 0.00123 s).
+    `other` = (name, wiring, score, pinned pairs): a second start that beat `start` as built (relay hubs);
+    the moves' clock is split between the two, the searched pair ranked by a short MWU routing and the better
+    one scored (the hop-count proxy ranks them wrong: deepseek-v3-pd-96's searched expander has fewer
+    byte-hops and is 14% slower than its searched hubs; on dlrm128 p = 4 the searched expander is 9% faster)."""
     budget = max(1.0, params.time_limit_s - (time.perf_counter() - t0))
-    limit = Limit.NONE
-    if problem.fixed_circuits:       # the moves never touch a fixed pair's circuits
-        pinned = set(pinned or ()) | {(min(c.a, c.b), max(c.a, c.b)) for c in problem.fixed_circuits}
-    p, n = int(problem.layout.capacity.sum(axis=1).max()), problem.accelerators
-    dense = p + p * (p - 1) >= (n - 1) / 2      # two hops can reach most pairs: optimize that, incrementally
-    try:
-        # the rest scores the routing: MWU, and from 49 accelerators the path LP that corrects it
-        share = 0.5 if n > EXACT_ROUTING_MAX else 0.7
-        t = problem.traffic.bytes_
-        cap = params.max_moves
-        if dense:   # 4/5 of the clock, or of the move budget (then either phase may use all the clock left)
-            t1 = time.perf_counter()
-            w, tried, kept = improve_two_hop(start, t, budget * share * (0.8 if cap is None else 1.0), params.seed,
-                                             params.progress, None if cap is None else max(1, cap * 4 // 5), pinned)
-            left = budget * share * 0.2 if cap is None else budget * share - (time.perf_counter() - t1)
-            w, _, tried2, kept2 = improve_hops(w, t, max(left, 0.0), params.seed, params.progress,
-                                               None if cap is None else max(1, cap - tried), pinned)
-            tried, kept = tried + tried2, kept + kept2
-        else:
-            w, _, tried, kept = improve_hops(start, t, budget * share, params.seed, params.progress, cap, pinned)
-        limit = Limit.ITERATIONS if cap is not None and tried >= cap else Limit.TIME
-    except KeyboardInterrupt:
-        w, tried, kept, limit = start, 0, 0, Limit.INTERRUPT
+    # the rest scores the routing: MWU, and from 49 accelerators the path LP that corrects it
+    share = 0.5 if problem.accelerators > EXACT_ROUTING_MAX else 0.7
+    cap = params.max_moves
+    if other is None:
+        w, tried, kept, limit = _moves(problem, params, start, budget * share, cap, pinned)
+    else:
+        half, mine = None if cap is None else max(1, cap // 2), (extra or {}).get("start", "start")
+        t1 = time.perf_counter()
+        runs = {mine: _moves(problem, params, start, budget * share / 2, half, pinned)}
+        if runs[mine][3] != Limit.INTERRUPT:
+            runs[other[0]] = _moves(problem, params, other[1], max(0.0, budget * share - (time.perf_counter() - t1)),
+                                    half, other[3])
+        quick = max(MIN_SCORE_S, QUICK_SHARE * params.time_limit_s)
+        try:
+            if any(r[3] == Limit.INTERRUPT for r in runs.values()):
+                raise KeyboardInterrupt
+            ranks = {k: problem.score(r[0], "mwu", quick)[0] for k, r in runs.items()}
+            _say(params, "searched " + ", ".join(f"{a} {v:.6g} s" for a, v in ranks.items())
+                 + f" (MWU, {quick:.1f} s each)")
+        except KeyboardInterrupt:       # Ctrl-C: the second start as it stands (it beat the first as built)
+            runs[other[0]] = runs.get(other[0], (other[1], 0, 0, Limit.INTERRUPT))
+            runs[other[0]] = (*runs[other[0]][:3], Limit.INTERRUPT)
+            ranks = {mine: 1.0, other[0]: 0.0}
+        best = min(ranks, key=ranks.get)
+        w, tried, kept, limit = runs[best]
+        if best != mine:
+            start, start_score = other[1], other[2]
+        extra = {**(extra or {}), "start": best, "searched": {k: {"mwu_s": v, "moves_tried": runs[k][1],
+                                                                   "moves_kept": runs[k][2]} for k, v in ranks.items()}}
     score_s = max(1.0, params.time_limit_s - (time.perf_counter() - t0))   # the scoring ends on the clock
     floor = 0.0          # the searched wiring's, looked at only when a rival beats the start
     if rival is not None and (start_score is None or start_score[0] >= rival[2][0]):
@@ -433,12 +470,21 @@ def _search_from(problem: WiringProblem, params: SolveParams, t0: float, shape: 
             cands[start_name] = baselines.impose(start, problem.fixed_circuits)
         return _ecmp_answer(problem, "search", cands, params, t0, "Ctrl-C before the search",
                             lambda k: {"start": k, "moves_tried": 0, "moves_kept": 0})
-    rival = None
+    rival, pinned, other = None, heavy[1] if name == "heavy pairs" else None, None
     if aside_scores:
         k = min(aside_scores, key=lambda a: aside_scores[a][0])
         rival = (k, aside[k], aside_scores[k], states[k])
-    res = _search(problem, params, begin, "search", t0, {"start": name}, score,
-                  heavy[1] if name == "heavy pairs" else None, rival)
+    if rival is not None and rival[0] == "relay hubs" and score is not None and rival[2][0] < score[0]:
+        # the hubs beat every start as built: searched too, their circuits pinned (the moves rewire the busy
+        # accelerators' own circuits; unpinned, the hop-count proxy moves hub circuits onto busy pairs).
+        # deepseek-v3-pd-96, 60 s: 0.0038194 -> 0.0038004 s (its searched expander: 0.00421 s)
+        hub = hub_mask(problem.traffic.bytes_)
+        other = (rival[0], rival[1], rival[2],
+                 {(min(c.a, c.b), max(c.a, c.b)) for c in rival[1].circuits if hub[c.a] or hub[c.b]})
+        _say(params, f"relay hubs beat the starts: searching from {name} and from them ({len(other[3])} hub pairs "
+                     "pinned), half the moves' clock each")
+        rival = None
+    res = _search(problem, params, begin, "search", t0, {"start": name}, score, pinned, rival, other)
     for k, sc in sorted(aside_scores.items(), key=lambda kv: kv[1][0]):
         if sc[0] < res.objective:
             res = _result(problem, "search", aside[k], params, t0, res.limit,

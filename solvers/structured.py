@@ -218,6 +218,13 @@ def _polarity(layout: OCSLayout, seed: int) -> Wiring | None:
 HUB_SHARE = 0.25   # accelerators whose busier direction carries at most this share of the busiest one's are hubs
 
 
+def hub_mask(t: np.ndarray) -> np.ndarray:
+    """The accelerators `relay_hubs` makes hubs: their busier direction carries at most HUB_SHARE of the
+    busiest accelerator's bytes."""
+    load = np.maximum(t.sum(axis=0), t.sum(axis=1))
+    return load <= HUB_SHARE * load.max()
+
+
 def relay_hubs(t: np.ndarray, layout: OCSLayout, seed: int = 0, tries: int = 1) -> Wiring | None:
     """A wiring for skewed demand where some accelerators are nearly idle (prefill instances beside a decode
     EP group, light ranks of a DLRM): their ports are what relays need (an accelerator relays at most
@@ -233,8 +240,7 @@ def relay_hubs(t: np.ndarray, layout: OCSLayout, seed: int = 0, tries: int = 1) 
         draws = [relay_hubs(t, layout, seed * tries + k) for k in range(tries)]
         return None if draws[0] is None else draws[_fewest_byte_hops(draws, t)]
     n = layout.accelerators
-    load = np.maximum(t.sum(axis=0), t.sum(axis=1))
-    hub = load <= HUB_SHARE * load.max()
+    hub = hub_mask(t)
     if not hub.any() or hub.sum() * 2 > n:
         return None
     rng = np.random.default_rng(seed)

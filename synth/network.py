@@ -439,12 +439,13 @@ def _min_theta(net: Network, cap: np.ndarray, dest_of: np.ndarray, e_idx: np.nda
 
 def _solve_lp(c: np.ndarray, A_ub: sp.csr_matrix, b_ub: np.ndarray, A_eq: sp.csr_matrix, b_eq: np.ndarray,
               lower: np.ndarray, upper: np.ndarray, time_limit_s: float, crossover: bool,
-              duals_out: list | None = None) -> tuple[str, float, np.ndarray]:
+              duals_out: list | None = None, optimality_tolerance: float | None = None) -> tuple[str, float, np.ndarray]:
     """min c x s.t. A_ub x <= b_ub, A_eq x = b_eq, lower <= x <= upper, by HiGHS's interior point (highspy).
     Without crossover the answer is the interior-point optimum (primal-dual gap 1e-8): enough for a value or
     a bound, and it skips the crossover that degenerate routing LPs spend minutes in. Returns (status,
     objective, x) with status "optimal", "infeasible" or HiGHS's status name; `duals_out` receives the
-    row duals (the A_ub rows, then the A_eq rows)."""
+    row duals (the A_ub rows, then the A_eq rows). `optimality_tolerance` loosens HiGHS's IPM gap (1e-8):
+    only for values that are a primal point's (a routing's time), never for a bound."""
     import highspy
     A = sp.vstack([A_ub, A_eq]).tocsc()
     lp = highspy.HighsLp()
@@ -463,6 +464,8 @@ def _solve_lp(c: np.ndarray, A_ub: sp.csr_matrix, b_ub: np.ndarray, A_eq: sp.csr
     h.setOptionValue("solver", "ipm")
     h.setOptionValue("run_crossover", "on" if crossover else "off")
     h.setOptionValue("time_limit", float(time_limit_s))
+    if optimality_tolerance is not None:
+        h.setOptionValue("ipm_optimality_tolerance", float(optimality_tolerance))
     h.passModel(lp)
     with quiet_stdout():
         h.run()
