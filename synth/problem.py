@@ -40,6 +40,7 @@ PATH_LP_MAX_LINKS = 3000  # directed links: final answers get MWU + path LP + co
                           # capacity block grows as links^2: 2,592 links (144 x 18) take 9 s, 5,184 minutes)
 MIN_UNIT_S = 1e-12        # the largest entry over one port takes at least this: the models' times keep their
                           # digits (1e-6 bytes at 100 Gbit/s, 8e-17 s, broke the MILP; 1e-3 bytes, 8e-14 s, still solved)
+AUTO_LP_MIN_S = 1.0      # the shortest clock the routing LP gets under routing="auto"
 MWU_SCORE_ROUNDS = 1000   # rounds at most of a score by MWU alone (beyond PATH_LP_MAX_LINKS): the clock decides
 
 
@@ -287,7 +288,8 @@ class WiringProblem:
               resume: dict | None = None) -> tuple[float, str]:
         """(objective value, routing used) of a wiring; inf when a demand has no path. `routing` for the
         time objective: "optimal" (LP), "mwu" (multiplicative-weights multi-path, large instances),
-        "ecmp", "auto" (optimal up to EXACT_ROUTING_MAX accelerators, else mwu) or "best" (auto, but on up to
+        "ecmp", "auto" (optimal up to EXACT_ROUTING_MAX accelerators when the LP ends within the clock,
+        else mwu) or "best" (auto, but on up to
         PATH_LP_MAX_LINKS links the path LP over MWU's paths with column generation, 300 MWU rounds alone
         staying 3-7% above the optimum on 64-144 accelerators; when its column generation stops short of a
         proof on degenerate duals and the arc LP fits in ARC_LP_MAX_COLUMNS, the arc LP gets the clock left
@@ -323,8 +325,15 @@ class WiringProblem:
                 t = np.where(dem > 0, dem / (np.maximum(adj, 1e-300) * self.port_bytes_per_s), 0.0)
             return float(t.max()), "direct"
         t0 = time.perf_counter()
-        if routing in ("auto", "best") and EXACT_ROUTING_MAX >= n or routing == "optimal":
+        if routing == "best" and EXACT_ROUTING_MAX >= n or routing == "optimal":
             return optimal_routing(net, dem)[0], "optimal"
+        if routing == "auto" and EXACT_ROUTING_MAX >= n:
+            # on the clock (a search's starts are ranked on a tenth of it each; at 47 accelerators the LP takes
+            # 2-3 s: four starts took 9.5 s of an 8 s solve); out of it, ECMP and MWU on what is left
+            try:
+                return optimal_routing(net, dem, time_limit_s=max(AUTO_LP_MIN_S, time_limit_s))[0], "optimal"
+            except InvalidInput:
+                pass
         # the heuristic routings are held to ECMP's answer, which comes first so that they get the rest of
         # `time_limit_s` (ECMP takes 0.6 s at 576 accelerators)
         ecmp = float((ecmp_loads(net, dem) / net.capacity_bps).max())

@@ -1825,3 +1825,26 @@ def test_lp_round_beyond_the_lp_starts_from_heavy_pairs_only_when_they_score_bes
     p = _sweep_case(9, (20, 80), True)
     res = wire(p, "lp-round", SolveParams(time_limit_s=10, max_moves=50))
     assert res.extra["start"] == "topoopt" and not wiring_violations(res.artifact)
+
+
+def test_auto_routing_holds_its_clock_up_to_exact_routing_max(monkeypatch):
+    """routing="auto" ran the routing LP to the end whatever its clock up to 48 accelerators (a search's
+    starts, a tenth of the clock each: four took 9.5 s of an 8 s solve on 47). The LP now gets the clock (1 s
+    at least) and, out of it, ECMP and MWU answer: a routing's time, never below the LP's optimum."""
+    import synth.problem as sp
+    rng = np.random.default_rng(4)
+    t = rng.random((20, 20)) * 1e6
+    np.fill_diagonal(t, 0)
+    p = problem(t, 3)
+    w = wire(p, "expander", SolveParams()).artifact
+    opt = p.score(w, "optimal")[0]
+    real, limits = sp.optimal_routing, []
+
+    def stopped(net, dem, time_limit_s=60.0, **kw):
+        limits.append(time_limit_s)
+        raise InvalidInput("routing LP stopped: Time limit reached", field="routing")
+    monkeypatch.setattr(sp, "optimal_routing", stopped)
+    value, how = p.score(w, "auto", time_limit_s=0.3)
+    assert limits == [1.0] and not how.startswith("optimal") and value >= opt * (1 - 1e-9)
+    monkeypatch.setattr(sp, "optimal_routing", real)
+    assert p.score(w, "auto", time_limit_s=5.0) == (pytest.approx(opt, rel=1e-9), "optimal")
