@@ -439,7 +439,8 @@ def _min_theta(net: Network, cap: np.ndarray, dest_of: np.ndarray, e_idx: np.nda
 
 def _solve_lp(c: np.ndarray, A_ub: sp.csr_matrix, b_ub: np.ndarray, A_eq: sp.csr_matrix, b_eq: np.ndarray,
               lower: np.ndarray, upper: np.ndarray, time_limit_s: float, crossover: bool,
-              duals_out: list | None = None, optimality_tolerance: float | None = None) -> tuple[str, float, np.ndarray]:
+              duals_out: list | None = None,
+              optimality_tolerance: float | None = None) -> tuple[str, float, np.ndarray]:
     """min c x s.t. A_ub x <= b_ub, A_eq x = b_eq, lower <= x <= upper, by HiGHS's interior point (highspy).
     Without crossover the answer is the interior-point optimum (primal-dual gap 1e-8): enough for a value or
     a bound, and it skips the crossover that degenerate routing LPs spend minutes in. Returns (status,
