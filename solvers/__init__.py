@@ -202,6 +202,11 @@ def _lp_round(problem: WiringProblem, params: SolveParams) -> Wiring:
     return baselines.connect(baselines.fill_spare_ports(w, params.seed))
 
 
+def _pairs_of(circuits) -> set[tuple[int, int]]:
+    """The accelerator pairs (low, high) the circuits join: what the moves pin."""
+    return {(min(c.a, c.b), max(c.a, c.b)) for c in circuits}
+
+
 def _moves(problem: WiringProblem, params: SolveParams, start: Wiring, budget: float, cap: int | None,
            pinned: set | None) -> tuple[Wiring, int, int, Limit]:
     """Degree-preserving local search from `start` for `budget` seconds (or `cap` moves), never moving the
@@ -209,7 +214,7 @@ def _moves(problem: WiringProblem, params: SolveParams, start: Wiring, budget: f
     the start."""
     from .local_search import improve_hops, improve_two_hop
     if problem.fixed_circuits:       # the moves never touch a fixed pair's circuits
-        pinned = set(pinned or ()) | {(min(c.a, c.b), max(c.a, c.b)) for c in problem.fixed_circuits}
+        pinned = set(pinned or ()) | _pairs_of(problem.fixed_circuits)
     p, n = int(problem.layout.capacity.sum(axis=1).max()), problem.accelerators
     dense = p + p * (p - 1) >= (n - 1) / 2      # two hops can reach most pairs: optimize that, incrementally
     t = problem.traffic.bytes_
@@ -255,17 +260,18 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
         if runs[mine][3] != Limit.INTERRUPT:
             runs[other[0]] = _moves(problem, params, other[1], max(0.0, budget * share - (time.perf_counter() - t1)),
                                     half, other[3])
-        quick, cut = max(MIN_SCORE_S, QUICK_SHARE * params.time_limit_s), False
-        try:
-            if any(r[3] == Limit.INTERRUPT for r in runs.values()):
-                raise KeyboardInterrupt
-            ranks = {k: problem.score(r[0], "mwu", quick)[0] for k, r in runs.items()}
-            _say(params, "searched " + ", ".join(f"{a} {v:.6g} s" for a, v in ranks.items())
-                 + f" (MWU, {quick:.1f} s each)")
-        except KeyboardInterrupt:       # Ctrl-C: the second start as it stands (it beat the first as built)
-            runs[other[0]] = runs.get(other[0], (other[1], 0, 0, Limit.INTERRUPT))
-            runs[other[0]] = (*runs[other[0]][:3], Limit.INTERRUPT)
-            ranks, cut = {mine: 1.0, other[0]: 0.0}, True
+        quick = max(MIN_SCORE_S, QUICK_SHARE * params.time_limit_s)
+        cut, ranks = any(r[3] == Limit.INTERRUPT for r in runs.values()), {}
+        if not cut:
+            try:
+                ranks = {k: problem.score(r[0], "mwu", quick)[0] for k, r in runs.items()}
+                _say(params, "searched " + ", ".join(f"{a} {v:.6g} s" for a, v in ranks.items())
+                     + f" (MWU, {quick:.1f} s each)")
+            except KeyboardInterrupt:
+                cut = True
+        if cut:                 # Ctrl-C: the second start as it stands (it beat the first as built)
+            runs[other[0]] = (*runs.get(other[0], (other[1], 0, 0))[:3], Limit.INTERRUPT)
+            ranks = {mine: 1.0, other[0]: 0.0}
         best = min(ranks, key=ranks.get)
         w, tried, kept, limit = runs[best]
         if best != mine:
@@ -480,8 +486,7 @@ def _search_from(problem: WiringProblem, params: SolveParams, t0: float, shape: 
         # accelerators' own circuits; unpinned, the hop-count proxy moves hub circuits onto busy pairs).
         # deepseek-v3-pd-96, 60 s: 0.0038194 -> 0.0038001 s (its searched expander: 0.00427 s)
         hub = hub_mask(problem.traffic.bytes_)
-        other = (rival[0], rival[1], rival[2],
-                 {(min(c.a, c.b), max(c.a, c.b)) for c in rival[1].circuits if hub[c.a] or hub[c.b]})
+        other = (*rival[:3], _pairs_of(c for c in rival[1].circuits if hub[c.a] or hub[c.b]))
         _say(params, f"relay hubs beat the starts: searching from {name} and from them ({len(other[3])} hub pairs "
                      "pinned), half the moves' clock each")
         rival = None

@@ -358,17 +358,17 @@ class _PathSet:
         return np.concatenate([np.pad(p, ((0, 0), (0, width - p.shape[1])), constant_values=-1) for p in self.parts])
 
 
-def _routed_time(flow: np.ndarray, demand_of: np.ndarray, links: np.ndarray, pi: np.ndarray, hi: np.ndarray,
-                 amount: np.ndarray, cap: np.ndarray, E: int) -> float:
-    """The time of the routing an LP's path flows describe, each demand's flows scaled to carry exactly its
-    amount: a value that holds whatever the LP's tolerances (an interior point is feasible only to them)."""
+def _routed_time(flow: np.ndarray, demand_of: np.ndarray, on_link: sp.csr_matrix, amount: np.ndarray,
+                 cap: np.ndarray) -> float:
+    """The time of the routing an LP's path flows describe (`on_link`: links x paths incidence), each
+    demand's flows scaled to carry exactly its amount: a value that holds whatever the LP's tolerances (an
+    interior point is feasible only to them)."""
     flow = np.maximum(flow, 0.0)
     sent = np.bincount(demand_of, weights=flow, minlength=amount.size)
     if not (sent > 0).all():
         return float("inf")
-    flow = flow * (amount / np.maximum(sent, 1e-300))[demand_of]
-    load = np.bincount(links[pi, hi], weights=flow[pi], minlength=E)
-    return float((load / cap).max())
+    flow = flow * (amount / sent)[demand_of]
+    return float((on_link @ flow / cap).max())
 
 
 def path_lp_routing(net: Network, demand: np.ndarray, time_limit_s: float = 30.0, rounds: int = 300,
@@ -431,7 +431,7 @@ def path_lp_routing(net: Network, demand: np.ndarray, time_limit_s: float = 30.0
                                  False, duals, PATH_LP_TOLERANCE)
         if status != "optimal":
             break
-        value = _routed_time(x[:P], paths[:, 0], links, pi, hi, a, cap, E) * d_scale / c_scale
+        value = _routed_time(x[:P], paths[:, 0], A_ub[:, :P], a, cap) * d_scale / c_scale
         if value < best:
             best, how = value, f"path-lp ({P} paths, {gens} generations)"
         # column generation: a demand's shortest path under the capacity duals prices out when its length is
