@@ -22,8 +22,9 @@ no printing (progress goes through ``SolveParams.progress``).
 When the demand splits into several identical, independent parallel groups (TP or DP replicas with the same
 demand and port layout), one group is wired and its circuits copied onto the others (``extra.symmetry``).
 When identical groups are tied by lighter traffic (the TP groups of a pipeline), one group is wired with the
-ports its crossing traffic needs held back, copied, and joined on those ports (:mod:`solvers.coupled`, a
-quarter of the time); that wiring starts the solver's own run on the whole instance.
+ports its crossing traffic needs held back (and, tried in turn, up to three more), copied, and joined on
+those ports (:mod:`solvers.coupled`, a quarter of the time); the best of those wirings starts the solver's
+own run on the whole instance.
 Under the direct policy, where greedy leaves a demand pair without a circuit, :func:`direct_cover` assigns
 every pair a circuit by CP-SAT and starts the solver from it, or proves no direct wiring exists (INFEASIBLE).
 An exact solve that ends without a wiring, or is interrupted, returns the expander baseline as a FEASIBLE
@@ -243,10 +244,11 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
     search; when the searched wiring's floor (`WiringProblem.time_floor`) shows it cannot beat the rival,
     the scoring clock goes on the rival's routing instead (kimi-k2-288: the searched expander's floor is
     0.00126 s, the placed polarity graph routes in 0.00124 s and, with the 18 s more, in 0.00123 s).
-    `other` = (name, wiring, score, pinned pairs): a second start that beat `start` as built (relay hubs);
-    the moves' clock is split between the two, the searched pair ranked by a short MWU routing and the better
-    one scored (the hop-count proxy ranks them wrong: deepseek-v3-pd-96's searched expander has fewer
-    byte-hops and is 14% slower than its searched hubs; on dlrm128 p = 4 the searched expander is 9% faster)."""
+    `other` = (name, wiring, score, pinned pairs): a second start, searched too (relay hubs that beat `start`
+    as built, or the best other start beside the coupled groups' wiring); the moves' clock is split between
+    the two, the searched pair ranked by a short MWU routing and the better one scored (the hop-count proxy
+    ranks them wrong: deepseek-v3-pd-96's searched expander has fewer byte-hops and is 14% slower than its
+    searched hubs; on dlrm128 p = 4 the searched expander is 9% faster)."""
     budget = max(1.0, params.time_limit_s - (time.perf_counter() - t0))
     # the rest scores the routing: MWU, and from 49 accelerators the path LP that corrects it
     share = 0.5 if problem.accelerators > EXACT_ROUTING_MAX else 0.7
@@ -330,7 +332,7 @@ def _near_uniform(t: np.ndarray) -> bool:
 
 def _scored_start(problem: WiringProblem, params: SolveParams, candidates: dict[str, Wiring]):
     """The best start: by the final objective when scoring is cheap (up to 256 accelerators), else by
-    hop-weighted bytes. Returns (name, wiring, score or None)."""
+    hop-weighted bytes. Returns (name, wiring, score or None, {name: score} of every start scored)."""
     if problem.accelerators <= 256:
         # each on a tenth of the clock, all of them on at most START_SHARE of it (5 s for three starts on 57
         # accelerators took 7.5 s when each had 2 s at least); in the order of their floors (time_floor: no
@@ -347,14 +349,14 @@ def _scored_start(problem: WiringProblem, params: SolveParams, candidates: dict[
         skipped = [k for k in candidates if k not in scored]
         _say(params, "starts: " + ", ".join(f"{k} {v[0]:.6g} s" for k, v in scored.items())
              + (f" ({', '.join(skipped)}: floor above that)" if skipped else "") + f"; searching from {best}")
-        return best, candidates[best], scored[best]
+        return best, candidates[best], scored[best], scored
     from .local_search import _hop_bytes
     t = problem.traffic.bytes_
     vals = {k: _hop_bytes(problem.accelerators, w.circuit_array[:, 1], w.circuit_array[:, 3], t + t.T)[0] / 2
             for k, w in candidates.items()}
     best = min(vals, key=vals.get)
     _say(params, "starts (hop-bytes): " + ", ".join(f"{k} {v:.6g}" for k, v in vals.items()) + f"; searching from {best}")
-    return best, candidates[best], None
+    return best, candidates[best], None, {}
 
 
 def identical_groups(problem: WiringProblem) -> list[np.ndarray] | None:
@@ -467,8 +469,8 @@ def _search_from(problem: WiringProblem, params: SolveParams, t0: float, shape: 
     relay hubs and, on skewed demand, the placed near-Moore wiring are scored beside it."""
     cands: dict[str, Wiring] = {}
     try:
-        name, begin, score, heavy, aside, aside_scores, states = _prepare(problem, params, shape, start, cands,
-                                                                          start_name)
+        name, begin, score, heavy, aside, aside_scores, states, second = _prepare(problem, params, shape, start,
+                                                                                  cands, start_name)
     except KeyboardInterrupt:
         # Ctrl-C before the search began (bounds, starts, scoring them): the best start built so far, timed by
         # ECMP's routing (a second at most), rather than nothing
@@ -490,6 +492,12 @@ def _search_from(problem: WiringProblem, params: SolveParams, t0: float, shape: 
         _say(params, f"relay hubs beat the starts: searching from {name} and from them ({len(other[3])} hub pairs "
                      "pinned), half the moves' clock each")
         rival = None
+    elif second is not None:
+        # TP groups of 4 beside an all-to-all on 20 accelerators (phases, 8 s, 60 moves): the coupled groups'
+        # wiring starts at 0.000325 s and stays there, TopoOpt-style's searched reaches 0.000304 s
+        other = (*second, None)
+        _say(params, f"the coupled groups' wiring is the best start: searching from it and from {second[0]}, "
+                     "half the moves' clock each")
     res = _search(problem, params, begin, "search", t0, {"start": name}, score, pinned, rival, other)
     for k, sc in sorted(aside_scores.items(), key=lambda kv: kv[1][0]):
         if sc[0] < res.objective:
@@ -546,8 +554,15 @@ def _prepare(problem: WiringProblem, params: SolveParams, shape: WiringProblem, 
         cands["heavy pairs"] = heavy[0]
     if start is not None:
         cands[start_name] = baselines.impose(start, fixed)
-    name, begin, score = _scored_start(problem, params, cands)
-    return name, begin, score, heavy, aside, aside_scores, states
+    name, begin, score, scored = _scored_start(problem, params, cands)
+    # the coupled groups' wiring as the best start: its groups are each wired whole, which the moves rarely
+    # improve, so the best other start is searched beside it (`_search`'s `other`)
+    others = [k for k in scored if k != name] if start is not None and name == start_name == "coupled groups" else []
+    second = None
+    if others:
+        k = min(others, key=lambda a: scored[a][0])
+        second = (k, cands[k], scored[k])
+    return name, begin, score, heavy, aside, aside_scores, states, second
 
 
 def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = SolveParams()) -> SolveResult:
@@ -615,8 +630,9 @@ def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResu
                            "use --solver search or lp-round, or --objective phases (its communication part, "
                            "exact)", field="solver")
     first = None       # the run's start: coupled groups, or for the exact models the search's wiring
+    held = None        # the coupled groups' tries: held ports per group -> objective
     if solver not in BASELINES:
-        from .coupled import coupled_groups, coupled_start
+        from .coupled import coupled_best, coupled_groups
         groups = coupled_groups(problem)
         if groups is not None:
             from dataclasses import replace
@@ -624,11 +640,12 @@ def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResu
                 # the MILP wires the group itself; the others let `auto` pick (the MILP for a group of up to
                 # 16: CP-SAT's time probes need many proposals, and in its share it wired llama405b-tp8pp4-32's
                 # group 2.5% worse; the start only seeds CP-SAT, whose own probes then decide and bound)
-                first = coupled_start(problem, "milp" if solver == "milp" else "auto",
-                                      replace(params, time_limit_s=params.time_limit_s * COUPLED_SHARE), groups, wire)
+                first = coupled_best(problem, "milp" if solver == "milp" else "auto",
+                                     replace(params, time_limit_s=params.time_limit_s * COUPLED_SHARE), groups, wire)
             except KeyboardInterrupt:     # Ctrl-C between solves: stop here, with a wiring
                 return _expander_instead(problem, params, t0, solver, "", Limit.INTERRUPT,
                                          "interrupted; returning the expander baseline")
+            held = None if first is None else first.extra.get("held_tried")
             if first is not None and first.limit == Limit.INTERRUPT:   # Ctrl-C while the group was wired
                 alt = _expander_instead(problem, params, t0, first.solver, "", Limit.INTERRUPT,
                                         "interrupted; returning the expander baseline")
@@ -706,7 +723,7 @@ def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResu
             if cover is not None:
                 tries["direct cover"] = cover
             served = {k: w for k, w in tries.items() if _serves(problem, w)} or {"expander": tries["expander"]}
-            how, start, score = _scored_start(problem, params, served)
+            how, start, score, _ = _scored_start(problem, params, served)
             if how == "heavy pairs":
                 pinned = heavy[1]
             elif how == "lp-relaxation":
@@ -719,6 +736,11 @@ def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResu
         res = _search_from(problem, params, t0, shape, start, start_name)
     if first is not None and res.objective is not None and first.objective < res.objective:
         res = _better_start(first, res, params, t0)
+    if held and res.artifact is not None:
+        from dataclasses import replace
+        tries = {str(k): v for k, v in held.items()}
+        res = replace(res, artifact=res.artifact.with_meta(solve={**res.artifact.solve, "coupled_held": tries}),
+                      extra={**res.extra, "coupled_held": tries})
     if res.artifact is not None:
         bad = wiring_violations(res.artifact)
         if bad:  # a solver bug, never user input: refuse to return an unrealizable wiring

@@ -199,7 +199,11 @@ def bench_wire(path: str, solvers: list[str], time_limit_s: float, small_only: b
             backend = "auto"
             if ":" in solver:
                 solver, backend = solver.split(":", 1)
-            if solver in ("milp", "cpsat") and problem.accelerators > 64:
+            if solver in ("milp", "cpsat") and (problem.accelerators > 64 or problem.objective == "step"):
+                if progress:        # what the exact models refuse (one line each, exit 2, from `wire`)
+                    progress(f"{case['name']}: {solver} skipped (" + ("the step objective is the evaluator's "
+                             "model" if problem.objective == "step" else f"{problem.accelerators} accelerators")
+                             + ")")
                 continue
             if progress:
                 progress(f"{case['name']}: {solver}")

@@ -80,3 +80,13 @@ def test_bench_wire_runs_from_any_folder(tmp_path, monkeypatch):
         r = CliRunner().invoke(main, ["bench", "wire", *extra, "--case", "ring8", "--solvers", "greedy", "--json"])
         assert r.exit_code == 0, r.output
         assert json.loads(r.stdout)["rows"][0]["check"] == "ok"
+
+
+def test_bench_wire_passes_over_what_the_exact_models_refuse():
+    # `bench wire --solvers auto,cpsat` over the suite stopped at llama405b-16-step (exit 2: the exact models
+    # do not encode the evaluator's step), with no table for the cases already run
+    lines = []
+    rows = bench_wire("instances/wiring/suite.toml", ["cpsat", "greedy"], 2, names=["llama405b-16-step"],
+                      progress=lines.append)
+    assert [r["solver"] for r in rows] == ["greedy"] and rows[0]["verified"]
+    assert "llama405b-16-step: cpsat skipped (the step objective is the evaluator's model)" in lines

@@ -1417,6 +1417,34 @@ def test_coupled_groups_are_wired_once_copied_and_joined(stages):
     assert full.objective <= res.objective * (1 + 1e-9) and not wiring_violations(full.artifact)
 
 
+def test_coupled_groups_try_more_circuits_across(monkeypatch):
+    """The circuits joining the groups are a trade (each costs a port inside its group, more carry the
+    hand-off and relays sooner): the held ports the hand-off needs (one here) and up to MORE_HELD more are
+    tried and the best kept; llama405b-tp8pp2-16's time optimum has two circuits across where the hand-off
+    asks for one. Ctrl-C after a first try answers the best so far."""
+    import solvers.coupled as coupled
+    from solvers import wire as wire_
+    p = problem(_pipeline(2, 4, handoff=1e5), 4)
+    groups = coupled.coupled_groups(p)
+    res = coupled.coupled_best(p, "milp", SolveParams(time_limit_s=8), groups, wire_)
+    tried = res.extra["held_tried"]
+    assert sorted(tried) == [1, 2, 3, 4] and res.extra["held"] == 4
+    assert res.objective == min(tried.values()) == pytest.approx(1e-5) and tried[1] == pytest.approx(1.1e-5)
+    assert not wiring_violations(res.artifact) and res.artifact.adjacency()[:4, 4:].sum() == 4
+    full = wire_(p, "milp", SolveParams(time_limit_s=8))       # the solve block says what was tried
+    assert full.artifact.solve["coupled_held"] == {str(k): v for k, v in tried.items()}
+    assert full.objective <= res.objective * (1 + 1e-9)
+    plain = coupled.coupled_start
+
+    def interrupted(*a, **k):
+        if a[-1] == 2:
+            raise KeyboardInterrupt
+        return plain(*a, **k)
+    monkeypatch.setattr(coupled, "coupled_start", interrupted)
+    res = coupled.coupled_best(p, "milp", SolveParams(time_limit_s=8), groups, wire_)
+    assert res.limit == Limit.INTERRUPT and res.extra["held_tried"] == {k: tried[k] for k in (1, 2)}
+
+
 def test_direct_policy_scores_an_unserved_demand_as_never_done():
     """Direct only: a demand without a circuit of its own is never served (inf, gap 1), not a huge number;
     the search starts from the greedy baseline, which gives every demand its circuit."""
@@ -1684,8 +1712,8 @@ def test_starts_whose_floor_cannot_win_are_not_scored(monkeypatch):
     seen, said = [], []
     score = WiringProblem.score
     monkeypatch.setattr(WiringProblem, "score", lambda self, w, *a, **k: seen.append(w) or score(self, w, *a, **k))
-    name, w, _ = _scored_start(p, SolveParams(time_limit_s=5, progress=said.append), {"ring": ring, "expander": good})
-    assert name == "expander" and seen == [good] and "ring: floor above that" in said[-1]
+    name, w, _, scored = _scored_start(p, SolveParams(time_limit_s=5, progress=said.append), {"ring": ring, "expander": good})
+    assert name == "expander" and seen == [good] and list(scored) == ["expander"] and "ring: floor above that" in said[-1]
 
 
 def test_lp_round_falls_back_where_its_rounding_leaves_a_pair_apart():
