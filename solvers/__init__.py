@@ -557,7 +557,8 @@ def _prepare(problem: WiringProblem, params: SolveParams, shape: WiringProblem, 
     name, begin, score, scored = _scored_start(problem, params, cands)
     # the coupled groups' wiring as the best start: its groups are each wired whole, which the moves rarely
     # improve, so the best other start is searched beside it (`_search`'s `other`)
-    others = [k for k in scored if k != name] if start is not None and name == start_name == "coupled groups" else []
+    coupled = start is not None and name == start_name == "coupled groups"
+    others = [k for k in scored if k != name] if coupled else []
     second = None
     if others:
         k = min(others, key=lambda a: scored[a][0])

@@ -1712,8 +1712,10 @@ def test_starts_whose_floor_cannot_win_are_not_scored(monkeypatch):
     seen, said = [], []
     score = WiringProblem.score
     monkeypatch.setattr(WiringProblem, "score", lambda self, w, *a, **k: seen.append(w) or score(self, w, *a, **k))
-    name, w, _, scored = _scored_start(p, SolveParams(time_limit_s=5, progress=said.append), {"ring": ring, "expander": good})
-    assert name == "expander" and seen == [good] and list(scored) == ["expander"] and "ring: floor above that" in said[-1]
+    name, w, _, scored = _scored_start(p, SolveParams(time_limit_s=5, progress=said.append),
+                                       {"ring": ring, "expander": good})
+    assert name == "expander" and seen == [good] and list(scored) == ["expander"]
+    assert "ring: floor above that" in said[-1]
 
 
 def test_lp_round_falls_back_where_its_rounding_leaves_a_pair_apart():
