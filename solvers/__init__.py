@@ -469,7 +469,7 @@ def _search_from(problem: WiringProblem, params: SolveParams, t0: float, shape: 
     relay hubs and, on skewed demand, the placed near-Moore wiring are scored beside it."""
     cands: dict[str, Wiring] = {}
     try:
-        name, begin, score, heavy, aside, aside_scores, states, second = _prepare(problem, params, shape, start,
+        name, begin, score, scored, heavy, aside, aside_scores, states = _prepare(problem, params, shape, start,
                                                                                   cands, start_name)
     except KeyboardInterrupt:
         # Ctrl-C before the search began (bounds, starts, scoring them): the best start built so far, timed by
@@ -492,11 +492,13 @@ def _search_from(problem: WiringProblem, params: SolveParams, t0: float, shape: 
         _say(params, f"relay hubs beat the starts: searching from {name} and from them ({len(other[3])} hub pairs "
                      "pinned), half the moves' clock each")
         rival = None
-    elif second is not None:
-        # TP groups of 4 beside an all-to-all on 20 accelerators (phases, 8 s, 60 moves): the coupled groups'
-        # wiring starts at 0.000325 s and stays there, TopoOpt-style's searched reaches 0.000304 s
-        other = (*second, None)
-        _say(params, f"the coupled groups' wiring is the best start: searching from it and from {second[0]}, "
+    elif name == start_name == "coupled groups" and len(scored) > 1:
+        # its groups are each wired whole, which the moves rarely improve: the best other start is searched
+        # beside it. TP groups of 4 beside an all-to-all on 20 accelerators (phases, 8 s, 60 moves): the coupled
+        # groups' wiring starts at 0.000325 s and stays there, TopoOpt-style's searched reaches 0.000304 s
+        k = min((a for a in scored if a != name), key=lambda a: scored[a][0])
+        other = (k, cands[k], scored[k], None)
+        _say(params, f"the coupled groups' wiring is the best start: searching from it and from {k}, "
                      "half the moves' clock each")
     res = _search(problem, params, begin, "search", t0, {"start": name}, score, pinned, rival, other)
     for k, sc in sorted(aside_scores.items(), key=lambda kv: kv[1][0]):
@@ -519,7 +521,8 @@ def _ecmp_answer(problem: WiringProblem, solver: str, cands: dict[str, Wiring], 
 def _prepare(problem: WiringProblem, params: SolveParams, shape: WiringProblem, start: Wiring | None, cands: dict,
              start_name: str = "coupled groups"):
     """The search's bound and starts (into `cands` as they are built, so a Ctrl-C keeps them): returns the
-    start's name, wiring and score, the heavy-pairs answer, and the wirings scored beside the search."""
+    start's name, wiring and score, every start's score, the heavy-pairs answer, and the wirings scored beside
+    the search."""
     bound, named = best_bound(problem)      # cached: the answer's bound later costs nothing
     _say(params, f"bound {bound:.6g} s ({max(named, key=named.get)})")
     fixed, t = problem.fixed_circuits, problem.traffic.bytes_
@@ -555,15 +558,7 @@ def _prepare(problem: WiringProblem, params: SolveParams, shape: WiringProblem, 
     if start is not None:
         cands[start_name] = baselines.impose(start, fixed)
     name, begin, score, scored = _scored_start(problem, params, cands)
-    # the coupled groups' wiring as the best start: its groups are each wired whole, which the moves rarely
-    # improve, so the best other start is searched beside it (`_search`'s `other`)
-    coupled = start is not None and name == start_name == "coupled groups"
-    others = [k for k in scored if k != name] if coupled else []
-    second = None
-    if others:
-        k = min(others, key=lambda a: scored[a][0])
-        second = (k, cands[k], scored[k])
-    return name, begin, score, heavy, aside, aside_scores, states, second
+    return name, begin, score, scored, heavy, aside, aside_scores, states
 
 
 def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = SolveParams()) -> SolveResult:
