@@ -440,11 +440,14 @@ def _min_theta(net: Network, cap: np.ndarray, dest_of: np.ndarray, e_idx: np.nda
 def _solve_lp(c: np.ndarray, A_ub: sp.csr_matrix, b_ub: np.ndarray, A_eq: sp.csr_matrix, b_eq: np.ndarray,
               lower: np.ndarray, upper: np.ndarray, time_limit_s: float, crossover: bool,
               duals_out: list | None = None,
-              optimality_tolerance: float | None = None) -> tuple[str, float, np.ndarray]:
-    """min c x s.t. A_ub x <= b_ub, A_eq x = b_eq, lower <= x <= upper, by HiGHS's interior point (highspy).
+              optimality_tolerance: float | None = None, method: str = "ipm") -> tuple[str, float, np.ndarray]:
+    """min c x s.t. A_ub x <= b_ub, A_eq x = b_eq, lower <= x <= upper, by HiGHS's interior point (highspy),
+    or with `method` "pdlp" its first-order primal-dual method (PDLP: matrix-vector products only, no
+    factorization; `optimality_tolerance` is then its relative KKT tolerance).
     Without crossover the answer is the interior-point optimum (primal-dual gap 1e-8): enough for a value or
     a bound, and it skips the crossover that degenerate routing LPs spend minutes in. Returns (status,
-    objective, x) with status "optimal", "infeasible" or HiGHS's status name; `duals_out` receives the
+    objective, x) with status "optimal", "infeasible" or HiGHS's status name (x empty, except PDLP's last
+    iterate when it stopped with one: a point only, for a value like the routing it describes); `duals_out` receives the
     row duals (the A_ub rows, then the A_eq rows). `optimality_tolerance` loosens HiGHS's IPM gap (1e-8):
     only for values that are a primal point's (a routing's time), never for a bound."""
     import highspy
@@ -462,11 +465,11 @@ def _solve_lp(c: np.ndarray, A_ub: sp.csr_matrix, b_ub: np.ndarray, A_eq: sp.csr
     with quiet_stdout():
         h = highspy.Highs()
     h.setOptionValue("output_flag", False)
-    h.setOptionValue("solver", "ipm")
+    h.setOptionValue("solver", method)
     h.setOptionValue("run_crossover", "on" if crossover else "off")
     h.setOptionValue("time_limit", float(time_limit_s))
     if optimality_tolerance is not None:
-        h.setOptionValue("ipm_optimality_tolerance", float(optimality_tolerance))
+        h.setOptionValue(f"{method}_optimality_tolerance", float(optimality_tolerance))
     h.passModel(lp)
     with quiet_stdout():
         h.run()
@@ -474,7 +477,9 @@ def _solve_lp(c: np.ndarray, A_ub: sp.csr_matrix, b_ub: np.ndarray, A_eq: sp.csr
     if st == highspy.HighsModelStatus.kInfeasible:
         return "infeasible", float("inf"), np.empty(0)
     if st != highspy.HighsModelStatus.kOptimal:
-        return h.modelStatusToString(st), float("nan"), np.empty(0)
+        sol = h.getSolution()      # PDLP's last iterate, when it has one: a point, not an optimum
+        x = np.asarray(sol.col_value) if method == "pdlp" and sol.value_valid else np.empty(0)
+        return h.modelStatusToString(st), float("nan"), x
     if duals_out is not None:
         duals_out.append(np.asarray(h.getSolution().row_dual))
     return "optimal", float(h.getInfo().objective_function_value), np.asarray(h.getSolution().col_value)

@@ -36,8 +36,9 @@ OBJECTIVES = ("time", "hops", "phases", "step")
 POLICIES = ("multihop", "direct")
 EXACT_ROUTING_MAX = 48    # accelerators: the routing LP always (a few seconds at most)
 ARC_LP_MAX_COLUMNS = 100_000   # destinations x links: below this the arc LP certifies a path LP that did not
-PATH_LP_MAX_LINKS = 3000  # directed links: final answers get MWU + path LP + column generation (its dense
-                          # capacity block grows as links^2: 2,592 links (144 x 18) take 9 s, 5,184 minutes)
+PATH_LP_MAX_LINKS = 6000  # directed links: final answers get MWU + path LP + column generation (by PDLP beyond
+                          # routing.PATH_LP_IPM_MAX_LINKS); beyond, the path set outgrows the LP (moe5t-576's 10,368
+                          # links: over a million paths in 20 MWU rounds, which PDLP does not solve in 120 s)
 MIN_UNIT_S = 1e-12        # the largest entry over one port takes at least this: the models' times keep their
                           # digits (1e-6 bytes at 100 Gbit/s, 8e-17 s, broke the MILP; 1e-3 bytes, 8e-14 s, still solved)
 AUTO_LP_MIN_S = 1.0      # the shortest clock the routing LP gets under routing="auto"

@@ -35,6 +35,10 @@ MWU_BLOCKS = 8          # source blocks per round, the lengths updated after eac
 AVERAGE_POWER = 0.5     # round k weighs k ** AVERAGE_POWER in the averaged routing
 PATH_LP_TOLERANCE = 1e-6   # the path LP's interior-point gap (HiGHS: 1e-8): its value is its routing's (an upper
                            # bound whatever the gap); pd-96's 40,566 paths: 16.8 s -> 7.6 s, the time within 1e-8
+PATH_LP_IPM_MAX_LINKS = 3000   # links up to which the path LP is solved by interior point, beyond by PDLP: the
+                               # capacity rows' block of IPM's normal equations fills in as links^2 (kimi-k2-288's
+                               # 5,184 links, 122k paths: 26 s, PDLP 3.5 s; deepseek-v3-144's 2,592: 1.3 s, PDLP 18 s)
+PATH_BUILD_SHARE = 0.5   # of the path LP's clock at most for MWU's rounds and collecting their paths
 HELPER_MIN_WORK = 1_000_000   # sources x links from which a helper process runs half of every block (its start: 0.7 s)
 
 
@@ -382,7 +386,10 @@ def path_lp_routing(net: Network, demand: np.ndarray, time_limit_s: float = 30.0
     MWU, and column generation from there adds a path or two per LP on max-concurrent-flow's degenerate
     duals); 300 rounds of MWU alone stay 3-7% above the optimum on 64-144 accelerators, whose paths
     already hold an optimal routing. Paths are deduplicated exactly (rows of link ids); beyond
-    `max_columns` paths the MWU answer stands.
+    `max_columns` paths the MWU answer stands; they are collected from the last round back, until
+    PATH_BUILD_SHARE of the clock (kimi-k2-288: 20 ms a round, as long as the round itself). On more than PATH_LP_IPM_MAX_LINKS links the LPs are solved
+    by PDLP (relative KKT tolerance PATH_LP_TOLERANCE): its duals are that accurate, so "no improving path"
+    there is not claimed as the optimum.
 
     >>> ring = Network.from_pairs("ring", 4, 4, [(0, 1), (1, 2), (2, 3), (3, 0)], 1.0, 0.0)
     >>> dem = np.zeros((4, 4)); dem[0, 1] = 3.0
@@ -404,14 +411,18 @@ def path_lp_routing(net: Network, demand: np.ndarray, time_limit_s: float = 30.0
     eid[net.src, net.dst] = np.arange(E)
     dem_col = np.arange(m, dtype=np.int32)[:, None]
     pset = _PathSet(net.nodes)
-    for pred in preds:
+    for pred in reversed(preds):         # the last rounds first: they weigh most in MWU's average
         pset.add(np.concatenate([dem_col, _path_links(net, pred.astype(np.int64), s, d, eid)], axis=1))
-        if pset.size > max_columns or time.perf_counter() - t0 > time_limit_s * 0.7:
+        if pset.size > max_columns:
             return theta, mwu_how
+        if time.perf_counter() - t0 > time_limit_s * PATH_BUILD_SHARE:
+            break                        # the LP gets the rest with the rounds' paths so far
     preds.clear()
     d_scale, c_scale = float(amount.max()), float(net.capacity_bps.max())
     a, cap = amount / d_scale, net.capacity_bps / c_scale
     best, how, gens, last, stale = theta, mwu_how, 0, np.inf, 0
+    method = "pdlp" if E > PATH_LP_IPM_MAX_LINKS else "ipm"
+    tag = ", pdlp" if method == "pdlp" else ""
     while True:
         left = time_limit_s - (time.perf_counter() - t0)
         if left < 0.5:
@@ -428,12 +439,16 @@ def path_lp_routing(net: Network, demand: np.ndarray, time_limit_s: float = 30.0
         c[-1] = 1.0
         duals: list = []
         status, _, x = _solve_lp(c, A_ub, np.zeros(E), A_eq, a, np.zeros(P + 1), np.full(P + 1, np.inf), left,
-                                 False, duals, PATH_LP_TOLERANCE)
+                                 False, duals, PATH_LP_TOLERANCE, method)
         if status != "optimal":
+            if x.size:                   # PDLP's last iterate is a routing too (its flows rescaled)
+                value = _routed_time(x[:P], paths[:, 0], A_ub[:, :P], a, cap) * d_scale / c_scale
+                if value < best:
+                    best, how = value, f"path-lp ({P} paths, {gens} generations{tag}, unconverged)"
             break
         value = _routed_time(x[:P], paths[:, 0], A_ub[:, :P], a, cap) * d_scale / c_scale
         if value < best:
-            best, how = value, f"path-lp ({P} paths, {gens} generations)"
+            best, how = value, f"path-lp ({P} paths, {gens} generations{tag})"
         # column generation: a demand's shortest path under the capacity duals prices out when its length is
         # below the demand row's dual (reduced cost < 0). When none does, the LP is optimal over all paths.
         stale = stale + 1 if value > last * (1 - 1e-6) else 0
@@ -449,7 +464,8 @@ def path_lp_routing(net: Network, demand: np.ndarray, time_limit_s: float = 30.0
         new = np.flatnonzero(dist[row_of[s], d] < u * (1 - 1e-7) - 1e-12)
         if new.size == 0:
             if value <= best:
-                how = f"path-lp ({P} paths, {gens} generations, optimal)"
+                how = f"path-lp ({P} paths, {gens} generations, " + \
+                      ("pdlp, no improving path)" if tag else "optimal)")
             break
         if stale >= 1 or time.perf_counter() - t0 > time_limit_s:   # degenerate duals: ties, no progress
             break

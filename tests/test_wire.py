@@ -1359,6 +1359,43 @@ def test_ctrl_c_during_the_search_that_seeds_an_exact_solve(ctrl_c_on):
     assert res.artifact is not None and not wiring_violations(res.artifact)
 
 
+def test_path_lp_by_pdlp_beyond_the_interior_points_size(monkeypatch):
+    # on more links than PATH_LP_IPM_MAX_LINKS the path LPs are solved by PDLP: the value is still a routing's
+    # time (never below the arc LP's optimum, within PDLP's tolerance of it), and "no improving path" under
+    # its approximate duals is not called the optimum; a PDLP that stops short still answers with its iterate
+    import synth.network as network
+    from solvers import baseline_wiring
+    import synth.routing as routing
+    n = 20
+    rng = np.random.default_rng(3)
+    t = rng.random((n, n)) * 1e6
+    np.fill_diagonal(t, 0)
+    p = problem(t, 3)
+    net = p.network(baseline_wiring(p, "expander", 0))
+    opt = p.score(baseline_wiring(p, "expander", 0), "optimal")[0]
+    ipm, how_ipm = routing.path_lp_routing(net, t, time_limit_s=30, rounds=30)
+    assert "pdlp" not in how_ipm
+    monkeypatch.setattr(routing, "PATH_LP_IPM_MAX_LINKS", 0)
+    methods = []
+    solve = network._solve_lp
+
+    def spy(*args, **kw):
+        methods.append(args[11] if len(args) > 11 else kw.get("method", "ipm"))
+        return solve(*args, **kw)
+    monkeypatch.setattr(network, "_solve_lp", spy)
+    value, how = routing.path_lp_routing(net, t, time_limit_s=30, rounds=30)
+    assert methods and set(methods) == {"pdlp"} and how.startswith("path-lp") and "pdlp" in how
+    assert "optimal" not in how
+    assert opt * (1 - 1e-9) <= value <= opt * (1 + 1e-4)
+
+    def stopped(*args, **kw):         # the iterate of a PDLP that hit its clock
+        status, obj, x = solve(*args, **kw)
+        return "Time limit reached", float("nan"), x
+    monkeypatch.setattr(network, "_solve_lp", stopped)
+    value, how = routing.path_lp_routing(net, t, time_limit_s=30, rounds=30)
+    assert how.endswith("pdlp, unconverged)") and opt * (1 - 1e-9) <= value <= opt * (1 + 1e-4)
+
+
 def test_path_lp_handles_paths_longer_than_64_hops():
     # paths are hashed position by position: a 70-hop path on a ring of 140 needs 71 multipliers
     from synth.network import Network
