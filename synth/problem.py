@@ -346,7 +346,7 @@ class WiringProblem:
             # 2.5 s where the arc LP takes 9.6 and 8.4 s (and at a 20 s limit did not finish: MWU, +0.7%)
             from .routing import path_lp_routing
             arc = n * net.links <= ARC_LP_MAX_COLUMNS
-            theta, how = path_lp_routing(net, dem, time_limit_s=left)
+            theta, how = path_lp_routing(net, dem, time_limit_s=left, mwu_rounds=MWU_SCORE_ROUNDS)
             rest = time_limit_s - (time.perf_counter() - t0)
             if arc and not how.endswith("optimal)") and rest > 1.0:
                 try:

@@ -39,6 +39,7 @@ PATH_LP_IPM_MAX_LINKS = 3000   # links up to which the path LP is solved by inte
                                # capacity rows' block of IPM's normal equations fills in as links^2 (kimi-k2-288's
                                # 5,184 links, 122k paths: 26 s, PDLP 3.5 s; deepseek-v3-144's 2,592: 1.3 s, PDLP 18 s)
 PATH_BUILD_SHARE = 0.5   # of the path LP's clock at most for MWU's rounds and collecting their paths
+PDLP_SHARE = 0.6         # of the time left, for a PDLP path LP when MWU may go on after it (kimi-k2-288: 3 s)
 HELPER_MIN_WORK = 1_000_000   # sources x links from which a helper process runs half of every block (its start: 0.7 s)
 
 
@@ -377,7 +378,7 @@ def _routed_time(flow: np.ndarray, demand_of: np.ndarray, on_link: sp.csr_matrix
 
 def path_lp_routing(net: Network, demand: np.ndarray, time_limit_s: float = 30.0, rounds: int = 300,
                     max_columns: int = 1_000_000, seed: int = 0,
-                    progress: Callable[[str], None] | None = None) -> tuple[float, str]:
+                    progress: Callable[[str], None] | None = None, mwu_rounds: int | None = None) -> tuple[float, str]:
     """(time, how) of the best routing found by MWU, then the max-concurrent-flow LP restricted to the paths
     the MWU rounds used (a path LP, HiGHS interior point), then column generation: a shortest path under the
     LP's capacity duals joins when its reduced cost is negative, until none does (then the answer is the
@@ -389,7 +390,10 @@ def path_lp_routing(net: Network, demand: np.ndarray, time_limit_s: float = 30.0
     `max_columns` paths the MWU answer stands; they are collected from the last round back, until
     PATH_BUILD_SHARE of the clock (kimi-k2-288: 20 ms a round, as long as the round itself). On more than PATH_LP_IPM_MAX_LINKS links the LPs are solved
     by PDLP (relative KKT tolerance PATH_LP_TOLERANCE): its duals are that accurate, so "no improving path"
-    there is not claimed as the optimum.
+    there is not claimed as the optimum, and PDLP gets PDLP_SHARE of the time left when `mwu_rounds` is
+    given: then, when no LP beat MWU (PDLP did not converge: deepseek-v3-144 under PDLP at 15 s), MWU goes on
+    from its last round up to `mwu_rounds` rounds in the rest, so the answer is not worse than MWU alone's by
+    much more than the LP's time.
 
     >>> ring = Network.from_pairs("ring", 4, 4, [(0, 1), (1, 2), (2, 3), (3, 0)], 1.0, 0.0)
     >>> dem = np.zeros((4, 4)); dem[0, 1] = 3.0
@@ -400,7 +404,9 @@ def path_lp_routing(net: Network, demand: np.ndarray, time_limit_s: float = 30.0
     t0 = time.perf_counter()
     n = net.accelerators
     preds: list = []
-    theta, _, run = mwu_routing(net, demand, rounds=rounds, time_limit_s=time_limit_s / 3, preds_out=preds, seed=seed)
+    state: dict = {}
+    theta, _, run = mwu_routing(net, demand, rounds=rounds, time_limit_s=time_limit_s / 3, preds_out=preds, seed=seed,
+                                resume=state)
     mwu_how = f"mwu ({run} rounds)"
     s, d = np.nonzero(demand[:n, :n] > 0)
     if s.size == 0:
@@ -414,7 +420,8 @@ def path_lp_routing(net: Network, demand: np.ndarray, time_limit_s: float = 30.0
     for pred in reversed(preds):         # the last rounds first: they weigh most in MWU's average
         pset.add(np.concatenate([dem_col, _path_links(net, pred.astype(np.int64), s, d, eid)], axis=1))
         if pset.size > max_columns:
-            return theta, mwu_how
+            return _mwu_on(net, demand, theta, mwu_how, mwu_how, state, mwu_rounds,
+                           time_limit_s - (time.perf_counter() - t0), seed)
         if time.perf_counter() - t0 > time_limit_s * PATH_BUILD_SHARE:
             break                        # the LP gets the rest with the rounds' paths so far
     preds.clear()
@@ -438,8 +445,9 @@ def path_lp_routing(net: Network, demand: np.ndarray, time_limit_s: float = 30.0
         c = np.zeros(P + 1)
         c[-1] = 1.0
         duals: list = []
-        status, _, x = _solve_lp(c, A_ub, np.zeros(E), A_eq, a, np.zeros(P + 1), np.full(P + 1, np.inf), left,
-                                 False, duals, PATH_LP_TOLERANCE, method)
+        status, _, x = _solve_lp(c, A_ub, np.zeros(E), A_eq, a, np.zeros(P + 1), np.full(P + 1, np.inf),
+                                 left * PDLP_SHARE if tag and mwu_rounds else left, False, duals, PATH_LP_TOLERANCE,
+                                 method)
         if status != "optimal":
             if x.size:                   # PDLP's last iterate is a routing too (its flows rescaled)
                 value = _routed_time(x[:P], paths[:, 0], A_ub[:, :P], a, cap) * d_scale / c_scale
@@ -477,4 +485,14 @@ def path_lp_routing(net: Network, demand: np.ndarray, time_limit_s: float = 30.0
         if progress:
             progress(f"path LP {value:.6g} s, {added} new paths")
         gens += 1
-    return best, how
+    return _mwu_on(net, demand, best, how, mwu_how, state, mwu_rounds, time_limit_s - (time.perf_counter() - t0), seed)
+
+
+def _mwu_on(net: Network, demand: np.ndarray, best: float, how: str, mwu_how: str, state: dict,
+            mwu_rounds: int | None, left: float, seed: int) -> tuple[float, str]:
+    """`path_lp_routing`'s answer: when no LP beat MWU, MWU goes on from `state` up to `mwu_rounds` rounds in
+    the `left` seconds (if given)."""
+    if how != mwu_how or not mwu_rounds or left < 0.5:
+        return best, how
+    theta, _, run = mwu_routing(net, demand, rounds=mwu_rounds, time_limit_s=left, seed=seed, resume=state)
+    return (theta, f"mwu ({run} rounds)") if theta < best else (best, how)

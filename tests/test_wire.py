@@ -1394,6 +1394,12 @@ def test_path_lp_by_pdlp_beyond_the_interior_points_size(monkeypatch):
     monkeypatch.setattr(network, "_solve_lp", stopped)
     value, how = routing.path_lp_routing(net, t, time_limit_s=30, rounds=30)
     assert how.endswith("pdlp, unconverged)") and opt * (1 - 1e-9) <= value <= opt * (1 + 1e-4)
+    # a PDLP with nothing to show: MWU goes on from its last round (when asked to), as if it had run alone
+    monkeypatch.setattr(network, "_solve_lp", lambda *args, **kw: ("Time limit reached", float("nan"), np.empty(0)))
+    alone = routing.mwu_routing(net, t, rounds=80, time_limit_s=30)[0]
+    assert routing.path_lp_routing(net, t, time_limit_s=30, rounds=30) == \
+        (routing.mwu_routing(net, t, rounds=30, time_limit_s=30)[0], "mwu (30 rounds)")
+    assert routing.path_lp_routing(net, t, time_limit_s=30, rounds=30, mwu_rounds=80) == (alone, "mwu (80 rounds)")
 
 
 def test_path_lp_handles_paths_longer_than_64_hops():
