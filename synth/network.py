@@ -447,8 +447,8 @@ def _solve_lp(c: np.ndarray, A_ub: sp.csr_matrix, b_ub: np.ndarray, A_eq: sp.csr
     Without crossover the answer is the interior-point optimum (primal-dual gap 1e-8): enough for a value or
     a bound, and it skips the crossover that degenerate routing LPs spend minutes in. Returns (status,
     objective, x) with status "optimal", "infeasible" or HiGHS's status name (x empty, except PDLP's last
-    iterate when it stopped with one: a point only, for a value like the routing it describes); `duals_out` receives the
-    row duals (the A_ub rows, then the A_eq rows). `optimality_tolerance` loosens HiGHS's IPM gap (1e-8):
+    iterate when it stopped with one: a point only, for a value like the routing it describes); `duals_out`
+    receives the row duals (the A_ub rows, then the A_eq rows). `optimality_tolerance` loosens HiGHS's IPM gap (1e-8):
     only for values that are a primal point's (a routing's time), never for a bound."""
     import highspy
     A = sp.vstack([A_ub, A_eq]).tocsc()

@@ -380,7 +380,7 @@ def path_lp_routing(net: Network, demand: np.ndarray, time_limit_s: float = 30.0
                     max_columns: int = 1_000_000, seed: int = 0,
                     progress: Callable[[str], None] | None = None, mwu_rounds: int | None = None) -> tuple[float, str]:
     """(time, how) of the best routing found by MWU, then the max-concurrent-flow LP restricted to the paths
-    the MWU rounds used (a path LP, HiGHS interior point), then column generation: a shortest path under the
+    the MWU rounds used (a path LP, HiGHS interior point or PDLP), then column generation: a shortest path under the
     LP's capacity duals joins when its reduced cost is negative, until none does (then the answer is the
     optimum over all paths: the routing LP's optimum), progress stalls or time runs out. The MWU average is
     a mix of its rounds' paths, so the path LP is never worse (seeding it with fewer rounds made it worse than
@@ -388,12 +388,12 @@ def path_lp_routing(net: Network, demand: np.ndarray, time_limit_s: float = 30.0
     duals); 300 rounds of MWU alone stay 3-7% above the optimum on 64-144 accelerators, whose paths
     already hold an optimal routing. Paths are deduplicated exactly (rows of link ids); beyond
     `max_columns` paths the MWU answer stands; they are collected from the last round back, until
-    PATH_BUILD_SHARE of the clock (kimi-k2-288: 20 ms a round, as long as the round itself). On more than PATH_LP_IPM_MAX_LINKS links the LPs are solved
-    by PDLP (relative KKT tolerance PATH_LP_TOLERANCE): its duals are that accurate, so "no improving path"
-    there is not claimed as the optimum, and PDLP gets PDLP_SHARE of the time left when `mwu_rounds` is
-    given: then, when no LP beat MWU (PDLP did not converge: deepseek-v3-144 under PDLP at 15 s), MWU goes on
-    from its last round up to `mwu_rounds` rounds in the rest, so the answer is not worse than MWU alone's by
-    much more than the LP's time.
+    PATH_BUILD_SHARE of the clock (kimi-k2-288: 20 ms a round, as long as the round itself). On more than
+    PATH_LP_IPM_MAX_LINKS links the LPs are solved by PDLP (relative KKT tolerance PATH_LP_TOLERANCE): its
+    duals are that accurate, so "no improving path" there is not claimed as the optimum, and PDLP gets
+    PDLP_SHARE of the time left when `mwu_rounds` is given: then, when no LP beat MWU (PDLP did not
+    converge: deepseek-v3-144 under PDLP at 15 s), MWU goes on from its last round up to `mwu_rounds` rounds
+    in the rest, so the answer is not worse than MWU alone's by much more than the LP's time.
 
     >>> ring = Network.from_pairs("ring", 4, 4, [(0, 1), (1, 2), (2, 3), (3, 0)], 1.0, 0.0)
     >>> dem = np.zeros((4, 4)); dem[0, 1] = 3.0
