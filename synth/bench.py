@@ -188,6 +188,7 @@ def check_case(case: dict[str, Any], status: str, objective: float, rel: float =
 def bench_wire(path: str, solvers: list[str], time_limit_s: float, small_only: bool = False,
                names: list[str] | None = None, progress=None) -> list[dict[str, Any]]:
     from solvers import BASELINES, wire
+    from solvers.exact import EXACT_MAX
     from .model import SolveParams
     from .verify import wiring_violations
     rows = []
@@ -199,7 +200,7 @@ def bench_wire(path: str, solvers: list[str], time_limit_s: float, small_only: b
             backend = "auto"
             if ":" in solver:
                 solver, backend = solver.split(":", 1)
-            if solver in ("milp", "cpsat") and (problem.accelerators > 64 or problem.objective == "step"):
+            if solver in ("milp", "cpsat") and (problem.accelerators > EXACT_MAX or problem.objective == "step"):
                 if progress:        # what the exact models refuse (one line each, exit 2, from `wire`)
                     progress(f"{case['name']}: {solver} skipped (" + ("the step objective is the evaluator's "
                              "model" if problem.objective == "step" else f"{problem.accelerators} accelerators")

@@ -448,15 +448,15 @@ def path_lp_routing(net: Network, demand: np.ndarray, time_limit_s: float = 30.0
         status, _, x = _solve_lp(c, A_ub, np.zeros(E), A_eq, a, np.zeros(P + 1), np.full(P + 1, np.inf),
                                  left * PDLP_SHARE if tag and mwu_rounds else left, False, duals, PATH_LP_TOLERANCE,
                                  method)
-        if status != "optimal":
-            if x.size:                   # PDLP's last iterate is a routing too (its flows rescaled)
-                value = _routed_time(x[:P], paths[:, 0], A_ub[:, :P], a, cap) * d_scale / c_scale
-                if value < best:
-                    best, how = value, f"path-lp ({P} paths, {gens} generations{tag}, unconverged)"
+        if status != "optimal" and not x.size:
             break
+        # the routing its flows describe (rescaled): also PDLP's last iterate when it stopped short
         value = _routed_time(x[:P], paths[:, 0], A_ub[:, :P], a, cap) * d_scale / c_scale
         if value < best:
-            best, how = value, f"path-lp ({P} paths, {gens} generations{tag})"
+            best, how = value, f"path-lp ({P} paths, {gens} generations{tag}" + \
+                ("" if status == "optimal" else ", unconverged") + ")"
+        if status != "optimal":
+            break
         # column generation: a demand's shortest path under the capacity duals prices out when its length is
         # below the demand row's dual (reduced cost < 0). When none does, the LP is optimal over all paths.
         stale = stale + 1 if value > last * (1 - 1e-6) else 0
