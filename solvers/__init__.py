@@ -61,6 +61,8 @@ EXACT_MIN_S = 1.0      # left of the clock after the seeding search for an exact
 LP_ROUND_SHARE = 0.5   # ... under lp-round, whose start is its rounding
 SEED_SHARE = 0.2       # of the time limit, for that search
 SEED_MAX_S = 60.0      # and at most this (on up to 64 accelerators its moves level off within seconds)
+NET_BESIDE_MIN_S = 20.0   # the search's clock from which coupled groups get the net test beside it (_NetBeside)
+NET_BESIDE_FIRST = (0.3,)  # its first test's place between the bound and the best start (then it bisects)
 SOLVERS = ("auto", "milp", "cpsat", "lp-round", "search", "expander", "torus", "topoopt", "greedy")
 BASELINES = ("expander", "torus", "topoopt", "greedy")
 
@@ -307,6 +309,79 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
     return res
 
 
+class _NetBeside:
+    """The net test of coupled groups (`solvers.stages.groups_bound`) in a thread beside the search, for the
+    answer's bound: HiGHS releases the GIL, and up to EXACT_ROUTING_MAX accelerators the search and its scoring
+    keep one core busy. Its first test NET_BESIDE_FIRST of the way from the bound to the best start (near the
+    best a test takes minutes), then bisecting, until the clock's end. llama405b-tp8pp4-32 (four TP groups of
+    8), 60 s: gap 1.14% (the relay count) -> 0.79% (its first test, at 12.206 ms, closes in 19 s)."""
+
+    def __init__(self, ug, lo: float, hi: float, deadline: float, rel_gap: float, say) -> None:
+        import threading
+        from .stages import Live
+        self.live, self.out, self.say, self.done = Live(), None, say, threading.Event()
+        threading.Thread(target=self._run, args=(ug, lo, hi, deadline, rel_gap), daemon=True).start()
+
+    def _run(self, ug, lo: float, hi: float, deadline: float, rel_gap: float) -> None:
+        from .stages import closed_bound, groups_bound
+        tests: list = []
+        try:
+            self.out = groups_bound(ug, lo, hi, deadline, 1, rel_gap, self.say, NET_BESIDE_FIRST, self.live, tests)
+        except BaseException:      # stopped (Ctrl-C) or a model failed: the tests that ended stand
+            self.out = (closed_bound(tests, lo), tests)
+        finally:
+            self.done.set()
+
+    @classmethod
+    def start(cls, problem: WiringProblem, params: SolveParams, t0: float, best: float | None) -> "_NetBeside | None":
+        from .exact import STAGES_MAX_GROUP
+        from .stages import uniform_groups
+        left = params.time_limit_s - (time.perf_counter() - t0)
+        if best is None or params.threads < 2 or left < NET_BESIDE_MIN_S or problem.objective != "time" or \
+                problem.accelerators > EXACT_ROUTING_MAX:     # beyond, MWU's helper process takes the other core
+            return None
+        ug = uniform_groups(problem)
+        lo = best_bound(problem)[0]
+        if ug is None or ug.n > STAGES_MAX_GROUP or not best > lo * (1 + params.rel_gap):
+            return None
+        _say(params, f"net test of the {len(ug.groups)} coupled groups beside the search, from {lo:.6g} s")
+        return cls(ug, lo, best, t0 + params.time_limit_s - 1.0, params.rel_gap, lambda msg: _say(params, msg))
+
+    def stop(self) -> None:
+        self.live.cancel()
+        self.done.wait()     # not Thread.join: a Ctrl-C inside join leaves CPython 3.11 taking the thread for ended
+
+    def bounded(self, res: SolveResult, params: SolveParams) -> SolveResult:
+        """`res` once the net test has ended (its bisection met, or its deadline, the clock's end: the time
+        limit is spent on the proof when the search ends early; Ctrl-C stops it), with its bound when that is
+        better (named "groups_net"; its tests in the solve block's "groups_net" entry). An answer the search
+        ended on Ctrl-C stops it at once (the test running answers with its dual bound)."""
+        from dataclasses import replace
+        if res.limit == Limit.INTERRUPT:       # Ctrl-C that the search took: no waiting for the proof
+            self.stop()
+        cut = False
+        try:
+            self.done.wait()
+        except KeyboardInterrupt:      # the answer stands, with what the tests so far proved
+            self.stop()
+            cut = True
+        if self.out is None or res.objective is None or res.artifact is None:
+            return res
+        b, tests = self.out
+        bound = max(min(b, res.objective), res.bound or 0.0)
+        gap = (res.objective - bound) / res.objective
+        status = SolveStatus.OPTIMAL if gap <= params.rel_gap else res.status
+        limit = (Limit.INTERRUPT if cut else res.limit).settled(status)
+        extra = dict(res.extra)
+        if tests:
+            extra.update(bounds={**res.extra.get("bounds", {}), "groups_net": b},
+                         groups_net=[{k: v for k, v in t.items() if k != "status"} for t in tests])
+        solve = {**res.artifact.solve, "status": status.value, "bound": bound, "gap": gap, "limit": limit.value,
+                 **{k: extra[k] for k in ("bounds", "groups_net") if k in extra}}
+        return replace(res, status=status, bound=bound, limit=limit, extra=extra,
+                       artifact=res.artifact.with_meta(solve=solve))
+
+
 def _serves(problem: WiringProblem, wiring: Wiring) -> bool:
     """Does every pair that exchanges bytes have a path in `wiring` (under the direct policy, a circuit)?"""
     from scipy.sparse.csgraph import connected_components
@@ -420,18 +495,20 @@ def _better_start(start: SolveResult, run: SolveResult, params: SolveParams, t0:
     """`start` (a construction the run began from: coupled groups, or the search's wiring for an exact
     solver) when it beat the run's answer (e.g. lp-round does not take starts, and an exact solver scoring
     the start in less time may route it worse): with the run's limit, the better of both bounds and, under
-    "run", what the run ended with."""
+    "run", what the run ended with (the run's named bounds and net tests join the start's)."""
     from dataclasses import replace
     bound = min(start.objective, max(start.bound or 0.0, run.bound or 0.0))
     gap = (start.objective - bound) / start.objective if start.objective else 0.0
     status = SolveStatus.OPTIMAL if gap <= params.rel_gap else SolveStatus.FEASIBLE
     wall = time.perf_counter() - t0
+    extra = {**start.extra, "bounds": {**start.extra.get("bounds", {}), **run.extra.get("bounds", {})},
+             **{k: run.extra[k] for k in ("groups_net",) if k in run.extra}}
     solve = {**start.artifact.solve, "status": status.value, "bound": bound, "gap": gap, "limit": run.limit.value,
-             "wall_s": round(wall, 3),
+             "wall_s": round(wall, 3), **{k: extra[k] for k in ("bounds", "groups_net") if k in extra},
              "run": {"solver": run.solver, "status": run.status.value,
                      "objective": run.objective if run.objective is not None and np.isfinite(run.objective) else None,
                      "rounds": len(run.extra.get("rounds", ()))}}    # what the run itself ended with
-    return replace(start, status=status, bound=bound, limit=run.limit, wall_s=wall,
+    return replace(start, status=status, bound=bound, limit=run.limit, wall_s=wall, extra=extra,
                    artifact=start.artifact.with_meta(solve=solve))
 
 
@@ -479,6 +556,22 @@ def _search_from(problem: WiringProblem, params: SolveParams, t0: float, shape: 
             cands[start_name] = baselines.impose(start, problem.fixed_circuits)
         return _ecmp_answer(problem, "search", cands, params, t0, "Ctrl-C before the search",
                             lambda k: {"start": k, "moves_tried": 0, "moves_kept": 0})
+    net = _NetBeside.start(problem, params, t0, min([score[0]] + [sc[0] for sc in aside_scores.values()])
+                           if score is not None else None)
+    try:
+        res = _searched(problem, params, t0, name, begin, score, heavy, aside, aside_scores, states, start_name,
+                        cands, scored)
+    except BaseException:
+        if net is not None:
+            net.stop()
+        raise
+    return res if net is None else net.bounded(res, params)
+
+
+def _searched(problem: WiringProblem, params: SolveParams, t0: float, name: str, begin: Wiring, score, heavy,
+              aside: dict, aside_scores: dict, states: dict, start_name: str, cands: dict, scored: dict) -> SolveResult:
+    """`_search_from` after its starts: the search from the best (and beside it the relay hubs or the best
+    other start), the wirings scored aside when they are better."""
     rival, pinned, other = None, heavy[1] if name == "heavy pairs" else None, None
     if aside_scores:
         k = min(aside_scores, key=lambda a: aside_scores[a][0])
@@ -646,7 +739,10 @@ def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResu
                 alt = _expander_instead(problem, params, t0, first.solver, "", Limit.INTERRUPT,
                                         "interrupted; returning the expander baseline")
                 return first if first.objective <= alt.objective else alt
+            # what is left, from now: the clocks below count from t0 (which counted the coupled groups' share
+            # twice, and the search on llama405b-tp8pp4-32 ended at 35 s of 60)
             params = replace(params, time_limit_s=max(1.0, params.time_limit_s - (time.perf_counter() - t0)))
+            t0 = time.perf_counter()
     if solver in ("milp", "cpsat") and _seeded(problem):
         from dataclasses import replace         # the search from the best start, the coupled groups' among them
         share = min(SEED_MAX_S, params.time_limit_s * SEED_SHARE)

@@ -375,6 +375,8 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams(), star
         bound, interrupted = _groups_net(params, t0, tg, best, bound, rounds, "milp")
         if not interrupted and best.objective - bound > params.rel_gap * best.objective:
             best, bound, interrupted = _groups_rings(problem, params, t0, tg, best, bound, rounds, "milp")
+    elif (quick := _quick_groups(problem, params, t0)) is not None:
+        bound, interrupted = _groups_net(params, t0, quick[0], best, bound, rounds, "milp", quick[1])
     step = 1.0          # the first probe looks for better wirings than the first round's, then bisection
     while not interrupted:
         left = params.time_limit_s - (time.perf_counter() - t0)
@@ -429,6 +431,8 @@ STAGES_SHARE = 0.8     # of the time left, for the case split and its probes
 GROUPS_SHARE = 0.6     # of the time left, for the net test of three or more groups
 RINGS_SHARE = 0.7      # of the time left after it, for the ring-of-groups case probes (solvers/rings.py)
 STAGES_FIRST_S = 120.0  # the plain model's first round before the case split
+QUICK_NET_MIN_S = 20.0  # left of the clock after the first round and the starts for the net test alone
+QUICK_NET_FIRST = (0.3, 0.5)   # its first tests' places between the bound and the answer, one per thread
 CPSAT_FIRST_SHARE = 0.1   # CP-SAT's integer-routing round only supplies a first wiring; its probes do the rest
 CPSAT_FIRST_MAX_FLOWS = 100_000   # flow variables above which that round is skipped when a start is given
                                   # (qwen3-235b-64: 258,000; building them took 9 s of its 1.5 s at 20 s)
@@ -463,6 +467,18 @@ def _case_split(problem: WiringProblem, params: SolveParams, t0: float, tg, best
             break
         best = found                 # a better wiring: ask again at its time
     return best, bound, False
+
+
+def _quick_groups(problem: WiringProblem, params: SolveParams, t0: float):
+    """Coupled groups (`solvers.stages`) on a clock too short for their case split or net test in full, with
+    at least QUICK_NET_MIN_S left: the net test alone, from low (QUICK_NET_FIRST: near the answer a test
+    takes minutes) in GROUPS_SHARE of what is left, where the plain probes prove nothing. Returns (groups,
+    first tests) or None."""
+    from .stages import uniform_groups
+    if params.time_limit_s - (time.perf_counter() - t0) < QUICK_NET_MIN_S:
+        return None
+    ug = uniform_groups(problem)
+    return None if ug is None or ug.n > STAGES_MAX_GROUP else (ug, QUICK_NET_FIRST[:max(1, params.threads)])
 
 
 def _uniform_groups(problem: WiringProblem, params: SolveParams, t0: float):
@@ -510,19 +526,22 @@ def _groups_rings(problem: WiringProblem, params: SolveParams, t0: float, ug, be
 
 
 def _groups_net(params: SolveParams, t0: float, ug, best: SolveResult, bound: float, rounds: list,
-                name: str) -> tuple[float, bool]:
-    """Three or more coupled groups: the net test's bound (`solvers.stages.groups_bound`) between the bound
-    and the best answer, in GROUPS_SHARE of the time left. Returns (bound, interrupted)."""
-    from .stages import groups_bound
+                name: str, first: tuple[float, ...] | None = None) -> tuple[float, bool]:
+    """Three or more coupled groups (or any number on a short clock, `_quick_groups`): the net test's bound
+    (`solvers.stages.groups_bound`, its first tests at `first`) between the bound and the best answer, in
+    GROUPS_SHARE of the time left. Returns (bound, interrupted)."""
+    from .stages import closed_bound, groups_bound
     say = params.progress or (lambda msg: None)
     left = params.time_limit_s - (time.perf_counter() - t0)
     say(f"{name}: net test of the {len(ug.groups)} groups between {bound:.6g} s and {best.objective:.6g} s")
+    tests: list = []
     try:
         b, tests = groups_bound(ug, bound, best.objective, time.perf_counter() + GROUPS_SHARE * left,
-                                params.threads, params.rel_gap, say)
-    except KeyboardInterrupt:
+                                params.threads, params.rel_gap, say, first, tests=tests)
+    except KeyboardInterrupt:           # the tests that ended stand
+        rounds.extend(tests)
         rounds.append({"status": "groups net", "verdict": "interrupted"})
-        return bound, True
+        return closed_bound(tests, bound), True
     rounds.extend(tests)
     return max(bound, b), False
 
@@ -916,6 +935,8 @@ def _metric_probes(problem: WiringProblem, params: SolveParams, t0: float, best:
             prober = relaxed_first(partial(case_probe, on=relaxed, cuts=_injection_cuts(MetricCuts(relaxed, ix)),
                                            labelled=True), case_probe)
         best, bound, interrupted = _case_split(problem, params, t0, tg, best, bound, rounds, "cpsat", prober)
+    elif (quick := _quick_groups(problem, params, t0)) is not None:
+        bound, interrupted = _groups_net(params, t0, quick[0], best, bound, rounds, "cpsat", quick[1])
     while not interrupted:
         now = time.perf_counter()
         left = params.time_limit_s - (now - t0)

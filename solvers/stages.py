@@ -352,19 +352,23 @@ def net_test(ug: UniformGroups, T: float, deadline: float, model_time_s: float =
 
 
 def groups_bound(ug: UniformGroups, lo: float, hi: float, deadline: float, threads: int = 1,
-                 rel_gap: float = 1e-6, say=None) -> tuple[float, list[dict]]:
+                 rel_gap: float = 1e-6, say=None, first: tuple[float, ...] | None = None,
+                 live: Live | None = None, tests: list | None = None) -> tuple[float, list[dict]]:
     """The largest time the net test closes in [lo, hi) (hi: the best wiring's time, lo: a bound), with
     `threads` tests at a time, each at its own time, until the deadline or the two ends meet within rel_gap.
     The sum falls steadily with T, so once a closed and an open test have sums, the next tests sit just below
     the root of the line through them (the secant); before that, near hi (instance bounds such as the relay
     count are usually the weak side), and evenly spread when a sum is missing. Returns (bound >= lo, one entry
-    per test for the solve's rounds)."""
+    per test for the solve's rounds). `first`: the first tests' fractions of the way from lo to hi instead (a
+    short clock starts low: near the best wiring a test takes minutes). `live.cancel()` from another thread
+    stops the test running and the search. `tests`: a list the tests are appended to as they end, which a caller
+    whose run ended in an exception (Ctrl-C) still holds (`closed_bound`)."""
     say = say or (lambda msg: None)
-    live = Live()
-    bound, top, tests = lo, hi, []
+    live = Live() if live is None else live
+    bound, top, tests = lo, hi, ([] if tests is None else tests)
     closed_at = open_at = None          # (T, sum) of the highest closed and the lowest open test with a sum
     k = max(1, threads)
-    fractions = [1 - 0.1 / 2 ** i for i in range(k)]
+    fractions = list(first) if first else [1 - 0.1 / 2 ** i for i in range(k)]
 
     least_failed = [math.inf]     # the lowest T where the least kind alone did not close: above it, skip it
 
@@ -378,7 +382,7 @@ def groups_bound(ug: UniformGroups, lo: float, hi: float, deadline: float, threa
             least_failed[0] = min(least_failed[0], T)
         return T, total, values, time.perf_counter() - t0
 
-    while top - bound > rel_gap * top and deadline - time.perf_counter() > 1.0:
+    while top - bound > rel_gap * top and deadline - time.perf_counter() > 1.0 and not live.stopped:
         points = [bound + f * (top - bound) for f in fractions]
         if closed_at and open_at and np.isfinite(open_at[1]):
             (ta, sa), (tb, sb) = closed_at, open_at
@@ -401,6 +405,11 @@ def groups_bound(ug: UniformGroups, lo: float, hi: float, deadline: float, threa
             break
         fractions = [(i + 1) / (k + 1) for i in range(k)]
     return bound, tests
+
+
+def closed_bound(tests: list[dict], lo: float) -> float:
+    """The bound `groups_bound`'s tests so far prove: the highest time a test closed (no wiring reaches it), or lo."""
+    return max([lo] + [t["probe"] for t in tests if t.get("closed")])
 
 
 @dataclass

@@ -37,6 +37,9 @@ def stages(s, k, ports, pp, back=1e3, d=1e9, seed=None):
     return WiringProblem(TrafficMatrix(t), OCSLayout.uniform(n, ports), 800.0, "time")
 
 
+PIPELINE_3X4_OPT = 0.0067777788888888895      # pipeline(3, 4, 5e7): the case split proves it (both back-ends)
+
+
 def unproven_first_round(monkeypatch):
     """Let the exact back-ends reach the coupled groups' proofs on a small instance: their time limit counts
     (STAGES_MIN_S 0), and the plain model's first round ends unproven, as a round cut short by its clock
@@ -220,7 +223,7 @@ def test_exact_solvers_run_the_case_split_when_they_have_the_time(monkeypatch, s
     res = wire(p, solver, SolveParams(time_limit_s=60, backend="highs"))
     splits = [r for r in res.extra["rounds"] if r.get("status") == "case split"]
     assert res.status == SolveStatus.OPTIMAL and splits
-    assert res.objective == pytest.approx(0.0067777788888888895, rel=1e-9)
+    assert res.objective == pytest.approx(PIPELINE_3X4_OPT, rel=1e-9)
     assert not wiring_violations(res.artifact)
 
 
@@ -235,6 +238,66 @@ def test_exact_solvers_run_the_net_test_on_three_groups(monkeypatch, solver):
     assert res.bound >= max([t["probe"] for t in tests if t["closed"]], default=0.0) and res.bound <= res.objective
     assert not wiring_violations(res.artifact)
 
+
+@pytest.mark.parametrize("solver", ["milp", "cpsat"])
+def test_a_short_clock_gets_the_net_test_alone(monkeypatch, solver):
+    """Too short for the case split (STAGES_MIN_S), long enough for the net test alone (QUICK_NET_MIN_S): its
+    closed tests raise the bound, which never passes the optimum the case split proves."""
+    p = pipeline(3, 4, 5e7)
+    unproven_first_round(monkeypatch)
+    monkeypatch.setattr(exact, "STAGES_MIN_S", 1e9)
+    monkeypatch.setattr(exact, "QUICK_NET_MIN_S", 0.0)
+    res = wire(p, solver, SolveParams(time_limit_s=10, backend="highs"))
+    rounds = res.extra["rounds"]
+    closed = [r["probe"] for r in rounds if r.get("status") == "groups net" and r["closed"]]
+    assert closed and not any(r.get("status") == "case split" for r in rounds), rounds
+    assert max(closed) * (1 - 1e-12) <= res.bound <= PIPELINE_3X4_OPT * (1 + 1e-9)
+    assert not wiring_violations(res.artifact)
+
+
+def test_the_search_bounds_coupled_groups_by_the_net_test_beside_it(monkeypatch):
+    """The search runs the net test in a thread beside it (`solvers._NetBeside`) and reports its bound as
+    "groups_net", with its tests in the solve block; below the proven optimum."""
+    import solvers
+    monkeypatch.setattr(solvers, "NET_BESIDE_MIN_S", 0.0)
+    p = pipeline(3, 4, 5e7)
+    res = wire(p, "search", SolveParams(time_limit_s=8))
+    named, tests = res.extra["bounds"], res.artifact.solve.get("groups_net")
+    assert "groups_net" in named and tests and any(t["closed"] for t in tests)
+    assert named["groups_net"] > named["relay_count"]
+    assert res.bound == pytest.approx(min(res.objective, max(named.values())), rel=1e-12)
+    assert res.bound <= PIPELINE_3X4_OPT * (1 + 1e-9) and not wiring_violations(res.artifact)
+
+def test_ctrl_c_while_waiting_for_the_net_test_beside_the_search():
+    """The search has answered and the net test beside it still runs: Ctrl-C stops it at once, the answer
+    stands with limit "interrupt" and the bound of the tests that ended (never above the optimum)."""
+    import solvers
+    from synth.model import Limit
+    p = pipeline(3, 4, 5e7)
+    res = wire(p, "search", SolveParams(time_limit_s=5))
+    ug = uniform_groups(p)
+    net = solvers._NetBeside(ug, res.bound, res.objective, time.perf_counter() + 60, 1e-6, lambda msg: None)
+    event = net.done
+
+    class CtrlC:                     # the first wait is cut short by a Ctrl-C after a second
+        hit = False
+
+        def wait(self):
+            if not self.hit:
+                self.hit = True
+                time.sleep(1.0)
+                raise KeyboardInterrupt
+            return event.wait()
+
+        def set(self):
+            event.set()
+    net.done = CtrlC()
+    t0 = time.perf_counter()
+    out = net.bounded(res, SolveParams(time_limit_s=5))
+    assert time.perf_counter() - t0 < 5.0 and event.is_set()
+    assert out.limit == Limit.INTERRUPT and out.artifact.solve["limit"] == "interrupt"
+    assert res.bound <= out.bound <= PIPELINE_3X4_OPT * (1 + 1e-9)
+    assert out.bound == out.artifact.solve["bound"] and not wiring_violations(out.artifact)
 
 def test_highs_thread_counts_can_change_within_a_process():
     """HiGHS keeps a scheduler per thread sized by the first solve; a later solve with another count used to
