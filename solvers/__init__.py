@@ -739,8 +739,8 @@ def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResu
                 alt = _expander_instead(problem, params, t0, first.solver, "", Limit.INTERRUPT,
                                         "interrupted; returning the expander baseline")
                 return first if first.objective <= alt.objective else alt
-            # what is left, from now: the clocks below count from t0 (which counted the coupled groups' share
-            # twice, and the search on llama405b-tp8pp4-32 ended at 35 s of 60)
+            # the rest of the limit, counted from now: t0 restarts (from the command's start, the clocks below
+            # charged the coupled start's time twice: the search on llama405b-tp8pp4-32 ended at 35 s of 60)
             params = replace(params, time_limit_s=max(1.0, params.time_limit_s - (time.perf_counter() - t0)))
             t0 = time.perf_counter()
     if solver in ("milp", "cpsat") and _seeded(problem):
