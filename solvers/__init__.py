@@ -334,15 +334,12 @@ class _NetBeside:
 
     @classmethod
     def start(cls, problem: WiringProblem, params: SolveParams, t0: float, best: float | None) -> "_NetBeside | None":
-        from .exact import STAGES_MAX_GROUP
-        from .stages import uniform_groups
-        left = params.time_limit_s - (time.perf_counter() - t0)
-        if best is None or params.threads < 2 or left < NET_BESIDE_MIN_S or problem.objective != "time" or \
-                problem.accelerators > EXACT_ROUTING_MAX:     # beyond, MWU's helper process takes the other core
-            return None
-        ug = uniform_groups(problem)
+        from .exact import _uniform_groups
+        if best is None or params.threads < 2 or problem.accelerators > EXACT_ROUTING_MAX:
+            return None       # (beyond EXACT_ROUTING_MAX, MWU's helper process takes the other core)
+        ug = _uniform_groups(problem, params, t0, NET_BESIDE_MIN_S)
         lo = best_bound(problem)[0]
-        if ug is None or ug.n > STAGES_MAX_GROUP or not best > lo * (1 + params.rel_gap):
+        if ug is None or not best > lo * (1 + params.rel_gap):
             return None
         _say(params, f"net test of the {len(ug.groups)} coupled groups beside the search, from {lo:.6g} s")
         return cls(ug, lo, best, t0 + params.time_limit_s - 1.0, params.rel_gap, lambda msg: _say(params, msg))

@@ -474,18 +474,16 @@ def _quick_groups(problem: WiringProblem, params: SolveParams, t0: float):
     at least QUICK_NET_MIN_S left: the net test alone, from low (QUICK_NET_FIRST: near the answer a test
     takes minutes) in GROUPS_SHARE of what is left, where the plain probes prove nothing. Returns (groups,
     first tests) or None."""
-    from .stages import uniform_groups
-    if params.time_limit_s - (time.perf_counter() - t0) < QUICK_NET_MIN_S:
-        return None
-    ug = uniform_groups(problem)
-    return None if ug is None or ug.n > STAGES_MAX_GROUP else (ug, QUICK_NET_FIRST[:max(1, params.threads)])
+    ug = _uniform_groups(problem, params, t0, QUICK_NET_MIN_S)
+    return None if ug is None else (ug, QUICK_NET_FIRST[:max(1, params.threads)])
 
 
-def _uniform_groups(problem: WiringProblem, params: SolveParams, t0: float):
-    """The coupled groups of `solvers.stages` when its proofs apply and have the time, else None: two get the
-    case split (`_case_split`), more the net test (`_groups_net`)."""
+def _uniform_groups(problem: WiringProblem, params: SolveParams, t0: float, min_s: float | None = None):
+    """The coupled groups of `solvers.stages` when its proofs apply and `min_s` of the clock is left, else
+    None: with STAGES_MIN_S (the default) two get the case split (`_case_split`), more the net test
+    (`_groups_net`)."""
     from .stages import uniform_groups
-    if params.time_limit_s - (time.perf_counter() - t0) < STAGES_MIN_S:
+    if params.time_limit_s - (time.perf_counter() - t0) < (STAGES_MIN_S if min_s is None else min_s):
         return None
     ug = uniform_groups(problem)
     return ug if ug is not None and ug.n <= STAGES_MAX_GROUP else None
