@@ -51,7 +51,7 @@ COUPLED_SHARE = 0.25   # of the time limit, for wiring one of the coupled groups
 HUB_TRIES = 32        # relay-hubs and heavy-pairs draws, the one with the fewest byte-hops is the candidate
 ASIDE_SHARE = 0.25    # of the time limit, for scoring exactly the wirings offered beside the search
 START_SHARE = 0.3     # of the time limit at most, for scoring the search's starts (a tenth each)
-QUICK_SHARE = 0.04    # of the time limit, for ranking two searched wirings by MWU (within ~1% of their times)
+QUICK_SHARE = 0.04    # of the time limit, for ranking two searched wirings by a short routing
 MIN_SCORE_S = 0.5     # the shortest clock a wiring is scored on (ECMP first, then the multi-path routing)
 PLACE_SHARE = 0.1     # of the time limit at most, for placing skewed demand on the near-Moore wiring
 UNIFORM_CV = 0.1       # demand spread up to which the geometric near-Moore starts are offered (_near_uniform)
@@ -248,9 +248,12 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
     0.00126 s, the placed polarity graph routes in 0.00124 s and, with the 18 s more, in 0.00123 s).
     `other` = (name, wiring, score, pinned pairs): a second start, searched too (relay hubs that beat `start`
     as built, or the best other start beside the coupled groups' wiring); the moves' clock is split between
-    the two, the searched pair ranked by a short MWU routing and the better one scored (the hop-count proxy
-    ranks them wrong: deepseek-v3-pd-96's searched expander has fewer byte-hops and is 14% slower than its
-    searched hubs; on dlrm128 p = 4 the searched expander is 9% faster)."""
+    the two, the searched pair ranked by a short routing ("auto": the exact LP up to EXACT_ROUTING_MAX
+    accelerators when it ends within the clock, else MWU; a wiring the moves left as built by its exact time)
+    and the better one scored (the hop-count proxy ranks them wrong: deepseek-v3-pd-96's searched expander has
+    fewer byte-hops and is 14% slower than its searched hubs; on dlrm128 p = 4 the searched expander is 9%
+    faster). The answer is never worse than the better start as built: 1.7 s of MWU put llama405b-tp8pp4-32's
+    coupled groups' wiring at 0.0169 s (its time: 0.012304 s), behind the searched greedy start (0.0129 s)."""
     budget = max(1.0, params.time_limit_s - (time.perf_counter() - t0))
     # the rest scores the routing: MWU, and from 49 accelerators the path LP that corrects it
     share = 0.5 if problem.accelerators > EXACT_ROUTING_MAX else 0.7
@@ -266,11 +269,18 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
                                     half, other[3])
         quick = max(MIN_SCORE_S, QUICK_SHARE * params.time_limit_s)
         cut, ranks = any(r[3] == Limit.INTERRUPT for r in runs.values()), {}
+        built = {mine: (start, start_score), other[0]: (other[1], other[2])}
         if not cut:
             try:
-                ranks = {k: problem.score(r[0], "mwu", quick)[0] for k, r in runs.items()}
+                ranks, hows = {}, set()
+                for k, r in runs.items():
+                    ranks[k], how = problem.score(r[0], "auto", quick)
+                    hows.add(how)
+                    b = built[k]         # a searched wiring the moves left as built: its exact time is known
+                    if b[1] is not None and np.array_equal(r[0].circuit_array, b[0].circuit_array):
+                        ranks[k] = min(ranks[k], b[1][0])
                 _say(params, "searched " + ", ".join(f"{a} {v:.6g} s" for a, v in ranks.items())
-                     + f" (MWU, {quick:.1f} s each)")
+                     + f" ({'/'.join(sorted(hows))} routing, {quick:.1f} s each)")
             except KeyboardInterrupt:
                 cut = True
         if cut:                 # Ctrl-C: the second start as it stands (it beat the first as built)
@@ -278,9 +288,10 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
             ranks = {mine: 1.0, other[0]: 0.0}
         best = min(ranks, key=ranks.get)
         w, tried, kept, limit = runs[best]
-        if best != mine:
-            start, start_score = other[1], other[2]
-        searched = {k: {"mwu_s": None if cut else v, "moves_tried": runs[k][1], "moves_kept": runs[k][2]}
+        # the answer is never worse than the better start as built (the ranking's short routing may misjudge)
+        fallback = min((k for k in built if built[k][1] is not None), key=lambda k: built[k][1][0], default=best)
+        start, start_score = built[fallback]
+        searched = {k: {"ranked_s": None if cut else v, "moves_tried": runs[k][1], "moves_kept": runs[k][2]}
                     for k, v in ranks.items()}
         extra = {**(extra or {}), "start": best, "searched": searched}
     score_s = max(1.0, params.time_limit_s - (time.perf_counter() - t0))   # the scoring ends on the clock
@@ -303,8 +314,9 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
     res = _result(problem, name, w, params, t0, limit,
                   {**(extra or {}), "moves_tried": tried, "moves_kept": kept}, score_s=score_s)
     if start_score is not None and start_score[0] < res.objective:
+        kept_as = {} if other is None else {"start": fallback}
         res = _result(problem, name, start, params, t0, res.limit,
-                      {**(extra or {}), "moves_tried": tried, "moves_kept": kept, "kept_start": True},
+                      {**(extra or {}), **kept_as, "moves_tried": tried, "moves_kept": kept, "kept_start": True},
                       score=start_score)
     return res
 
