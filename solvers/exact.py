@@ -376,7 +376,8 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams(), star
         if not interrupted and best.objective - bound > params.rel_gap * best.objective:
             best, bound, interrupted = _groups_rings(problem, params, t0, tg, best, bound, rounds, "milp")
     elif (quick := _quick_groups(problem, params, t0)) is not None:
-        bound, interrupted = _groups_net(params, t0, quick[0], best, bound, rounds, "milp", quick[1])
+        bound, interrupted = _groups_net(params, t0, quick[0], best, bound, rounds, "milp", quick[1],
+                                         QUICK_NET_SHARE)
     step = 1.0          # the first probe looks for better wirings than the first round's, then bisection
     while not interrupted:
         left = params.time_limit_s - (time.perf_counter() - t0)
@@ -433,6 +434,7 @@ RINGS_SHARE = 0.7      # of the time left after it, for the ring-of-groups case 
 STAGES_FIRST_S = 120.0  # the plain model's first round before the case split
 QUICK_NET_MIN_S = 20.0  # left of the clock after the first round and the starts for the net test alone
 QUICK_NET_FIRST = (0.3, 0.5)   # its first tests' places between the bound and the answer, one per thread
+QUICK_NET_SHARE = 0.9  # of the time left, for it: the plain probes after it settle nothing on coupled groups
 CPSAT_FIRST_SHARE = 0.1   # CP-SAT's integer-routing round only supplies a first wiring; its probes do the rest
 CPSAT_FIRST_MAX_FLOWS = 100_000   # flow variables above which that round is skipped when a start is given
                                   # (qwen3-235b-64: 258,000; building them took 9 s of its 1.5 s at 20 s)
@@ -472,7 +474,7 @@ def _case_split(problem: WiringProblem, params: SolveParams, t0: float, tg, best
 def _quick_groups(problem: WiringProblem, params: SolveParams, t0: float):
     """Coupled groups (`solvers.stages`) on a clock too short for their case split or net test in full, with
     at least QUICK_NET_MIN_S left: the net test alone, from low (QUICK_NET_FIRST: near the answer a test
-    takes minutes) in GROUPS_SHARE of what is left, where the plain probes prove nothing. Returns (groups,
+    takes minutes) in QUICK_NET_SHARE of what is left, where the plain probes prove nothing. Returns (groups,
     first tests) or None."""
     ug = _uniform_groups(problem, params, t0, QUICK_NET_MIN_S)
     return None if ug is None else (ug, QUICK_NET_FIRST[:max(1, params.threads)])
@@ -524,17 +526,17 @@ def _groups_rings(problem: WiringProblem, params: SolveParams, t0: float, ug, be
 
 
 def _groups_net(params: SolveParams, t0: float, ug, best: SolveResult, bound: float, rounds: list,
-                name: str, first: tuple[float, ...] | None = None) -> tuple[float, bool]:
+                name: str, first: tuple[float, ...] | None = None, share: float = GROUPS_SHARE) -> tuple[float, bool]:
     """Three or more coupled groups (or any number on a short clock, `_quick_groups`): the net test's bound
     (`solvers.stages.groups_bound`, its first tests at `first`) between the bound and the best answer, in
-    GROUPS_SHARE of the time left. Returns (bound, interrupted)."""
+    `share` of the time left. Returns (bound, interrupted)."""
     from .stages import closed_bound, groups_bound
     say = params.progress or (lambda msg: None)
     left = params.time_limit_s - (time.perf_counter() - t0)
     say(f"{name}: net test of the {len(ug.groups)} groups between {bound:.6g} s and {best.objective:.6g} s")
     tests: list = []
     try:
-        b, tests = groups_bound(ug, bound, best.objective, time.perf_counter() + GROUPS_SHARE * left,
+        b, tests = groups_bound(ug, bound, best.objective, time.perf_counter() + share * left,
                                 params.threads, params.rel_gap, say, first, tests=tests)
     except KeyboardInterrupt:           # the tests that ended stand
         rounds.extend(tests)
@@ -934,7 +936,8 @@ def _metric_probes(problem: WiringProblem, params: SolveParams, t0: float, best:
                                            labelled=True), case_probe)
         best, bound, interrupted = _case_split(problem, params, t0, tg, best, bound, rounds, "cpsat", prober)
     elif (quick := _quick_groups(problem, params, t0)) is not None:
-        bound, interrupted = _groups_net(params, t0, quick[0], best, bound, rounds, "cpsat", quick[1])
+        bound, interrupted = _groups_net(params, t0, quick[0], best, bound, rounds, "cpsat", quick[1],
+                                         QUICK_NET_SHARE)
     while not interrupted:
         now = time.perf_counter()
         left = params.time_limit_s - (now - t0)

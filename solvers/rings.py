@@ -45,7 +45,7 @@ import numpy as np
 
 from synth.problem import WiringProblem
 
-from .stages import Live, UniformGroups, group_relays, parallel
+from .stages import Live, UniformGroups, group_relays, lex_rows, parallel
 
 RING_MAX_GROUPS = 5    # 2-regular graphs to enumerate: 3 on four groups, 12 Hamiltonian cycles on five
 RHO_C = 8              # cross totals with their own rho; more: one model for all of them
@@ -164,6 +164,10 @@ def probe(problem: WiringProblem, ug: UniformGroups, bl: dict, T: float, case, r
             keys = [(P + 1) * Y(g, 0, v) + Y(g, 1, v) for v in range(2, n)]
             for a_, b_ in zip(keys, keys[1:]):
                 H.addConstr(a_ - b_ >= 0)
+    else:                                   # each group's accelerators in order of (across, to 0, to 1)
+        for g in range(k):
+            lex_rows(H, P, [xs[node(g, i)] for i in range(n)], [Y(g, 0, v) if v else 0 for v in range(n)],
+                     [Y(g, 1, v) if v > 1 else 0 for v in range(n)])
     rho_terms: dict[int, list] = {} if case[0] == "factor" else _rest_rows(H, ug, xs, rho, node)
     arcs = [(node(g, i), node(g, j)) for g in range(k) for i in range(n) for j in range(n) if i != j]
     arcs += [a for u, v in cross for a in ((u, v), (v, u))]

@@ -143,6 +143,24 @@ def partitions(c: int, parts: int, largest: int | None = None):
             yield (k,) + rest
 
 
+def lex_rows(H, P: int, x: list, y0: list, y1: list, fixed: bool = False) -> None:
+    """Symmetry rows for interchangeable accelerators (a group's, up to their circuits across x): positions
+    1, 2, ... in lexicographic order of (x, circuits to position 0, circuits to position 1), y0[v] and y1[v]
+    (integers in [0, P]: one row per level, weights (P + 1)^k), or, with x `fixed` (numbers), within runs of
+    equal x. Any wiring relabels into that order (0 a largest x, 1 the largest (x, y0) among the rest, the rest
+    sorted), so a model's minimum stays and the solver searches one labelling of each: llama405b-tp8pp4-32's
+    one-group model with x free at 12.27-12.29 ms took 30-112 s, now 8-10 s (BENCHMARKS, 26th session)."""
+    n = len(x)
+    for v in range(1, n - 1):
+        if fixed and x[v] != x[v + 1]:
+            continue
+        dx = 0 if fixed else x[v] - x[v + 1]
+        d0 = y0[v] - y0[v + 1]
+        H.addConstr((P + 1) * dx + d0 >= 0)
+        if v >= 2:
+            H.addConstr((P + 1) ** 2 * dx + (P + 1) * d0 + y1[v] - y1[v + 1] >= 0)
+
+
 def group_relays(tg: UniformGroups, g: int, x: tuple[int, ...] | None, T: float, h_lo: float = 0.0,
                  h_hi: float | None = None, w: float = 0.0, time_limit_s: float = 120.0,
                  threads: int = 1, live: Live | None = None, across: tuple[int, int | None] = (1, None)) -> float:
@@ -187,6 +205,8 @@ def group_relays(tg: UniformGroups, g: int, x: tuple[int, ...] | None, T: float,
             H.addConstr(sum(x) <= most)
     for i in range(n):
         H.addConstr(sum(y[p] for p in pairs if i in p) + x[i] <= P)
+    lex_rows(H, P, x, [y[(0, v)] if v else 0 for v in range(n)], [y[(1, v)] if v > 1 else 0 for v in range(n)],
+             fixed=not free)
     cross = [v for v in range(n) if free or x[v]]
     inner = [(i, j) for i in range(n) for j in range(n) if i != j]
     outs = [(i, S) for i in cross]
