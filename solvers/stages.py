@@ -143,6 +143,9 @@ def partitions(c: int, parts: int, largest: int | None = None):
             yield (k,) + rest
 
 
+LEX_ROWS = True     # off only in the test that checks they keep every minimum
+
+
 def lex_rows(H, P: int, x: list, y0: list, y1: list, fixed: bool = False) -> None:
     """Symmetry rows for interchangeable accelerators (a group's, up to their circuits across x): positions
     1, 2, ... in lexicographic order of (x, circuits to position 0, circuits to position 1), y0[v] and y1[v]
@@ -150,7 +153,7 @@ def lex_rows(H, P: int, x: list, y0: list, y1: list, fixed: bool = False) -> Non
     equal x. Any wiring relabels into that order (0 a largest x, 1 the largest (x, y0) among the rest, the rest
     sorted), so a model's minimum stays and the solver searches one labelling of each: llama405b-tp8pp4-32's
     one-group model with x free at 12.27-12.29 ms took 30-112 s, now 8-10 s (BENCHMARKS, 26th session)."""
-    n = len(x)
+    n = len(x) if LEX_ROWS else 0
     for v in range(1, n - 1):
         if fixed and x[v] != x[v + 1]:
             continue

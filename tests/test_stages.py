@@ -105,6 +105,25 @@ def test_free_cross_degrees_bound_every_fixed_one():
             assert free >= min(fixed) - 0.5
 
 
+def test_symmetry_rows_keep_every_minimum_of_the_group_model(monkeypatch):
+    """`stages.lex_rows` orders a group's interchangeable accelerators; a row that cut off every labelling
+    of some wiring would raise the model's minimum. Groups of 5 (both levels of rows), x free and fixed with
+    runs of equal degrees, with and without carried bytes, at times around the group's optimum."""
+    import solvers.stages as st
+    ug = uniform_groups(stages(3, 5, 4, 5e7))
+    cases = [(g, x, T, w) for g in (0, 1) for x in (None, (1, 1), (2, 1, 1), (1, 1, 1, 1))
+             for T in (0.0105, 0.0135, 0.015) for w in (0.0, 1.0)]
+
+    def values():
+        return [group_relays(ug, g, x, T, 0.0, None if x is None else 10.0, w, 60.0) for g, x, T, w in cases]
+    with_rows = values()
+    monkeypatch.setattr(st, "LEX_ROWS", False)
+    without = values()
+    assert any(np.isfinite(v) for v in with_rows)
+    for a, b, c in zip(with_rows, without, cases):
+        assert (a == b == math.inf) or a == pytest.approx(b, abs=1e-6), c
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_net_test_never_closes_a_time_a_wiring_reaches(seed):
     # the test can fail: a model that claimed too much would close the time of a wiring in hand
