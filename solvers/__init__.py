@@ -326,7 +326,7 @@ class _NetBeside:
     answer's bound: HiGHS releases the GIL, and up to EXACT_ROUTING_MAX accelerators the search and its scoring
     keep one core busy. Its first test NET_BESIDE_FIRST of the way from the bound to the best start (near the
     best a test takes minutes), then bisecting, until the clock's end. llama405b-tp8pp4-32 (four TP groups of
-    8), 60 s: gap 1.14% (the relay count) -> 0.79% (its first test, at 12.206 ms, closes in 19 s)."""
+    8), 60 s: gap 1.14% (the relay count) -> 0.10% (four tests, 5-10 s each); 300 s: 0.026%, the net test's root."""
 
     def __init__(self, ug, lo: float, hi: float, deadline: float, rel_gap: float, say) -> None:
         import threading

@@ -159,15 +159,11 @@ def probe(problem: WiringProblem, ug: UniformGroups, bl: dict, T: float, case, r
     for g in range(k):
         for i in range(n):
             H.addConstr(sum(Y(g, i, j) for j in range(n) if j != i) + xs[node(g, i)] <= P)
-    if case[0] == "factor":                 # positions >= 2 sorted by their circuits to positions 0 and 1
-        for g in range(k):
-            keys = [(P + 1) * Y(g, 0, v) + Y(g, 1, v) for v in range(2, n)]
-            for a_, b_ in zip(keys, keys[1:]):
-                H.addConstr(a_ - b_ >= 0)
-    else:                                   # each group's accelerators in order of (across, to 0, to 1)
-        for g in range(k):
-            lex_rows(H, P, [xs[node(g, i)] for i in range(n)], [Y(g, 0, v) if v else 0 for v in range(n)],
-                     [Y(g, 1, v) if v > 1 else 0 for v in range(n)])
+    # each group's accelerators in order of (circuits across, to position 0, to position 1); on a cycle, where
+    # positions 0 and 1 hold the circuits across, that sorts positions >= 2 by their circuits to 0 and 1
+    for g in range(k):
+        lex_rows(H, P, [xs[node(g, i)] for i in range(n)], [Y(g, 0, v) if v else 0 for v in range(n)],
+                 [Y(g, 1, v) if v > 1 else 0 for v in range(n)], fixed=case[0] == "factor")
     rho_terms: dict[int, list] = {} if case[0] == "factor" else _rest_rows(H, ug, xs, rho, node)
     arcs = [(node(g, i), node(g, j)) for g in range(k) for i in range(n) for j in range(n) if i != j]
     arcs += [a for u, v in cross for a in ((u, v), (v, u))]
