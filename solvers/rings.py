@@ -27,7 +27,16 @@ must send across; inf when the model is infeasible.
 - The rest, one probe: free circuits across, each group's cross degrees sorted, its total c_g one-hot with
   the patterns the group model rules out excluded, not every group (1, 1), and the group's own bytes that
   leave it at least rho(c_g).
-No wiring reaches T when every probe is infeasible. The rest runs first (with every thread), the cycles
+Net rows in the rest probe (the net test of solvers/stages.py, by cross total): m_g(c) = min (r - h) over
+group g's model with c circuits across (r its own bytes sent out, h others' bytes it carries). Every wiring
+at T has r_g - h_g >= m_g(c_g) for each group, with h_g read off the probe's flows (what enters g from the
+others and is not delivered there), and sum_g m_g(c_g) <= 0 (sum h >= sum r). A total c with m_g(c) plus the
+other groups' least m above 0 is ruled out; when that rules out every total above RHO_C, each total left gets
+its patterns' own rho and m, and the probe picks one pattern per group among those the same test leaves
+(llama405b-tp8pp4-32 at its best wiring less 5e-7: (1, 1), (2, 1, 1), (2, 2), (2, 2, 1, 1); so no
+accelerator holds more than two circuits across and at most four per stage hold any).
+No wiring reaches T when every probe is infeasible. The rest runs first (with every thread; split by
+patterns, `threads` cases at a time, one thread each: `pattern_cases`), the cycles
 after it only when it is infeasible, two at a time. A probe that finds a wiring gives its circuits to the
 caller, which scores them on the instance.
 
@@ -39,13 +48,14 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 import time
 
 import numpy as np
 
 from synth.problem import WiringProblem
 
-from .stages import Live, UniformGroups, group_relays, lex_rows, parallel
+from .stages import Live, UniformGroups, group_relays, lex_rows, parallel, partitions
 
 RING_MAX_GROUPS = 5    # 2-regular graphs to enumerate: 3 on four groups, 12 Hamiltonian cycles on five
 RHO_C = 8              # cross totals with their own rho; more: one model for all of them
@@ -107,6 +117,7 @@ def pattern_bounds(ug: UniformGroups, T: float, deadline: float, threads: int = 
     jobs = []
     for kind in kinds:
         jobs += [(kind, key) for key in ["1", "2", "11"] + list(range(3, RHO_C + 1)) + ["more"]]
+        jobs += [(kind, ("net", c)) for c in list(range(1, RHO_C + 1)) + ["more"]]
 
     def run(job):
         kind, key = job
@@ -114,6 +125,11 @@ def pattern_bounds(ug: UniformGroups, T: float, deadline: float, threads: int = 
         if left <= 0:
             raise TimeoutError
         one = ug.kind(*kind)
+        if isinstance(key, tuple):      # the net test's term, min (r - h), over the patterns with c across
+            c = key[1]
+            across = (RHO_C + 1, None) if c == "more" else (c, c)
+            return group_relays(one, 0, None, T, 0.0, float(one.n * one.ports), 1.0, time_limit_s=left, live=live,
+                                across=across)
         if key in ("1", "2", "11"):
             x = {"1": (1,), "2": (2,), "11": (1, 1)}[key]
             return group_relays(one, 0, x, T, time_limit_s=left, live=live)
@@ -124,13 +140,48 @@ def pattern_bounds(ug: UniformGroups, T: float, deadline: float, threads: int = 
     out: dict = {kind: {} for kind in kinds}
     for (kind, key), v in zip(jobs, values):
         out[kind][key] = v
+    # the cross totals the net test leaves (module doc): with none above RHO_C, each one's patterns get their
+    # own rho and net term, and the rest probe chooses a pattern per group among those the net test leaves
+    k = len(ug.groups)
+    lowest = {kind: min([r[("net", c)] for c in list(range(1, RHO_C + 1)) + ["more"]] + ([0.0] if kind == (0, 0) else []))
+              for kind, r in out.items()}
+    if any(v == -math.inf for v in lowest.values()):
+        return out
+    others = {kind: sum(lowest[kn] for kn in zip(ug.out_b, ug.in_b)) - lowest[kind] for kind in kinds}
+    left_c = {kind: [c for c in list(range(1, RHO_C + 1)) + ["more"] if out[kind][("net", c)] + others[kind] <= k * SLACK]
+              + ([0] if kind == (0, 0) and others[kind] <= k * SLACK else []) for kind in kinds}
+    if any("more" in cs for cs in left_c.values()):
+        return out
+    pjobs = [(kind, x, what) for kind in kinds for c in left_c[kind] for x in partitions(c, ug.n)
+             for what in ("rho", "net")]
+
+    def prun(job):
+        kind, x, what = job
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            raise TimeoutError
+        one = ug.kind(*kind)
+        if what == "rho":
+            return group_relays(one, 0, x, T, time_limit_s=left, live=live)
+        return group_relays(one, 0, x, T, 0.0, float(one.n * one.ports), 1.0, time_limit_s=left, live=live)
+
+    pvalues = parallel(prun, pjobs, threads, live)
+    for kind in kinds:
+        out[kind]["patterns"] = {}
+    for (kind, x, what), v in zip(pjobs, pvalues):
+        out[kind]["patterns"].setdefault(x, {})[what] = v
+    for kind in kinds:                  # drop what the net test or the group model rules out
+        out[kind]["patterns"] = {x: v for x, v in out[kind]["patterns"].items()
+                                 if v["rho"] < math.inf and v["net"] + others[kind] <= k * SLACK}
     return out
 
 
 def probe(problem: WiringProblem, ug: UniformGroups, bl: dict, T: float, case, rho: dict | None,
           time_limit_s: float, threads: int = 1, live: Live | None = None):
-    """One case at T (module doc): case ("factor", cycles) or ("rest",) (with `rho`, `pattern_bounds`'
-    answer). Returns ("infeasible", None), ("found", {(u, v): circuits}) or ("unsettled", None)."""
+    """One case at T (module doc): case ("factor", cycles), ("rest",) or ("rest", one pattern per group) (with
+    `rho`, `pattern_bounds`' answer), or ("fixed", {(u, v): circuits across}) (model nodes g n + i; a
+    structure to refute: llama405b-tp8pp4-32's took 4-28 s). Returns ("infeasible", None),
+    ("found", {(u, v): circuits}) or ("unsettled", None)."""
     import highspy
 
     from .highs import threads as fit
@@ -153,6 +204,9 @@ def probe(problem: WiringProblem, ug: UniformGroups, bl: dict, T: float, case, r
                 key = (min(u, v), max(u, v))
                 cross[key] = cross.get(key, 0) + 1
         xs = {v: sum(c for (a, b), c in cross.items() if v in (a, b)) for v in range(N)}
+    elif case[0] == "fixed":
+        cross = dict(case[1])
+        xs = {v: sum(c for (a, b), c in cross.items() if v in (a, b)) for v in range(N)}
     else:
         cross = {(u, v): H.addIntegral(lb=0, ub=P) for u in range(N) for v in range(u + 1, N) if u // n != v // n}
         xs = {v: sum(z for (a, b), z in cross.items() if v in (a, b)) for v in range(N)}
@@ -162,9 +216,11 @@ def probe(problem: WiringProblem, ug: UniformGroups, bl: dict, T: float, case, r
     # each group's accelerators in order of (circuits across, to position 0, to position 1); on a cycle, where
     # positions 0 and 1 hold the circuits across, that sorts positions >= 2 by their circuits to 0 and 1
     for g in range(k):
-        lex_rows(H, P, [xs[node(g, i)] for i in range(n)], [Y(g, 0, v) if v else 0 for v in range(n)],
-                 [Y(g, 1, v) if v > 1 else 0 for v in range(n)], fixed=case[0] == "factor")
-    rho_terms: dict[int, list] = {} if case[0] == "factor" else _rest_rows(H, ug, xs, rho, node)
+        # fixed circuits across: only the accelerators without any are interchangeable
+        lab = [(-1 - i if xs[node(g, i)] else 0) if case[0] == "fixed" else xs[node(g, i)] for i in range(n)]
+        lex_rows(H, P, lab, [Y(g, 0, v) if v else 0 for v in range(n)],
+                 [Y(g, 1, v) if v > 1 else 0 for v in range(n)], fixed=case[0] != "rest")
+    rho_terms, net_terms = ({}, {}) if case[0] != "rest" else _rest_rows(H, ug, xs, rho, node, case[1:])
     arcs = [(node(g, i), node(g, j)) for g in range(k) for i in range(n) for j in range(n) if i != j]
     arcs += [a for u, v in cross for a in ((u, v), (v, u))]
     outa: dict[int, list[int]] = {v: [] for v in range(N)}
@@ -182,6 +238,8 @@ def probe(problem: WiringProblem, ug: UniformGroups, bl: dict, T: float, case, r
         share[(g, h)] = (a / unit, M)
     leaving = {g: [e for e, (u, v) in enumerate(arcs) if u // n == g and v // n != g] for g in range(k)}
     own_out: dict[int, list] = {g: [] for g in range(k)}
+    into = {g: [e for e, (u, v) in enumerate(arcs) if v // n == g and u // n != g] for g in range(k)}
+    through: dict[int, list] = {g: [] for g in range(k)}   # other groups' flows into g
     out_total: dict[int, float] = {}                   # units each accelerator of g sends to other groups
     k_ = math.floor(d)
     for g in range(k):
@@ -193,6 +251,9 @@ def probe(problem: WiringProblem, ug: UniformGroups, bl: dict, T: float, case, r
             for e in range(len(arcs)):
                 load[e].append(f[e])
             own_out[g] += [f[e] for e in leaving[g]]
+            for g2 in range(k):
+                if g2 != g:
+                    through[g2] += [f[e] for e in into[g2]]
             for v in range(N):
                 expr = sum(f[e] for e in outa[v]) - sum(f[e] for e in ina[v])
                 gv, iv = divmod(v, n)
@@ -212,9 +273,13 @@ def probe(problem: WiringProblem, ug: UniformGroups, bl: dict, T: float, case, r
                     H.addConstr(o + (d - k_) * Y(g, s, j) >= (d - k_) * (k_ + 1))
                 overs.append(o)
             H.addConstr(sum(f) - sum(overs) >= (n - 1) * d + out_total[g])
-    if case[0] != "factor":             # own bytes out of g >= rho(its pattern), beside its crossing bytes
+    if case[0] == "rest":               # own bytes out of g >= rho(its pattern), beside its crossing bytes
         for g in range(k):
             H.addConstr(sum(own_out[g]) - sum(c * v for c, v in rho_terms[g]) >= n * out_total[g])
+            # and r - h >= m(c): h what enters g from the others and is not delivered there
+            landed = n * sum(share[(g2, g)][0] for g2 in range(k) if (g2, g) in share)
+            H.addConstr(sum(own_out[g]) - sum(through[g]) - sum(m * v for m, v in net_terms[g])
+                        >= n * out_total[g] - landed - SLACK)
     ka = {a: e for e, a in enumerate(arcs)}
     for (g, i, j), var in y.items():
         for a in ((node(g, i), node(g, j)), (node(g, j), node(g, i))):
@@ -245,13 +310,15 @@ def probe(problem: WiringProblem, ug: UniformGroups, bl: dict, T: float, case, r
     return "unsettled", None
 
 
-def _rest_rows(H, ug: UniformGroups, xs: dict, rho: dict, node) -> dict[int, list]:
+def _rest_rows(H, ug: UniformGroups, xs: dict, rho: dict, node, only: tuple = ()) -> tuple[dict, dict]:
     """The rest probe's rows: each group's cross degrees sorted, its cross total one-hot (c = 0 .. RHO_C and
     "more"), c = 2 split into (1, 1) and (2), the patterns with rho inf excluded, not every group (1, 1).
     Returns each group's rho terms [(coefficient, binary)]: its own bytes out are at least their sum."""
     k, n, P = len(ug.groups), ug.n, ug.ports
+    if all("patterns" in r for r in rho.values()):
+        return _pattern_rows(H, ug, xs, rho, node, only[0] if only else None)
     rho_terms: dict[int, list] = {}
-    ones = []
+    ones, net, net_terms = [], [], {}
     for g in range(k):
         r = rho[(ug.out_b[g], ug.in_b[g])]
         xg = [xs[node(g, i)] for i in range(n)]
@@ -287,8 +354,62 @@ def _rest_rows(H, ug: UniformGroups, xs: dict, rho: dict, node) -> dict[int, lis
             terms.append((-(r2 - SLACK), q))
         rho_terms[g] = terms
         ones.append(q)
+        net_terms[g] = []               # the net test by cross total: r - h >= m(c), and h <= n P
+        for c, var in w.items():
+            m = 0.0 if c == 0 else r[("net", c)]
+            if m == math.inf:
+                H.addConstr(var <= 0)
+            else:
+                net_terms[g].append((max(m, -float(n * P)), var))
+        net_terms[g] = [(m, var) for m, var in net_terms[g] if abs(m) > SLACK]     # (HiGHS drops what is tiny)
+        net += net_terms[g]
     H.addConstr(sum(ones) <= k - 1)
-    return rho_terms
+    # every byte that leaves its group passes through another before it is back: sum h >= sum r
+    H.addConstr(sum(m * var for m, var in net) <= k * SLACK)
+    return rho_terms, net_terms
+
+
+def pattern_cases(ug: UniformGroups, rho: dict) -> list[tuple] | None:
+    """The rest split by patterns (when `pattern_bounds` gave every kind its patterns, else None): one
+    pattern per group, not every group (1, 1), the net test's terms summing to at most 0; the cases with the
+    largest sum first (the likelier infeasible)."""
+    if not all("patterns" in r for r in rho.values()):
+        return None
+    k = len(ug.groups)
+    per = [list(rho[(ug.out_b[g], ug.in_b[g])]["patterns"].items()) for g in range(k)]
+    cases = []
+    for pick in itertools.product(*per):
+        total = sum(v["net"] for _, v in pick)
+        if total <= k * SLACK and not all(x == (1, 1) for x, _ in pick):
+            cases.append((-total, tuple(x for x, _ in pick)))
+    return [c for _, c in sorted(cases)]
+
+
+def _pattern_rows(H, ug: UniformGroups, xs: dict, rho: dict, node, only=None) -> tuple[dict, dict]:
+    """The rest probe's rows when the net test leaves each group a few cross patterns (`pattern_bounds`):
+    one of them per group (its accelerators' cross degrees are the pattern's, largest first), not every
+    group (1, 1), and each pattern's rho and net term. Returns (rho terms, net terms) like `_rest_rows`."""
+    k, n, P = len(ug.groups), ug.n, ug.ports
+    rho_terms: dict[int, list] = {}
+    net_terms: dict[int, list] = {}
+    ones = []
+    for g in range(k):
+        pats = rho[(ug.out_b[g], ug.in_b[g])]["patterns"]
+        b = {x: H.addBinary() for x in pats}
+        H.addConstr(sum(b.values()) == 1)
+        if only is not None:            # one case of the split by patterns
+            for x, var in b.items():
+                H.addConstr(var == (1 if x == only[g] else 0))
+        for i in range(n):
+            H.addConstr(xs[node(g, i)] - sum((x[i] if i < len(x) else 0) * var for x, var in b.items()) == 0)
+        rho_terms[g] = [(v["rho"] - SLACK, b[x]) for x, v in pats.items() if SLACK < v["rho"] < math.inf]
+        net_terms[g] = [(max(v["net"], -float(n * P)), b[x]) for x, v in pats.items() if abs(v["net"]) > SLACK]
+        if (1, 1) in b:
+            ones.append(b[(1, 1)])
+    if len(ones) == k:
+        H.addConstr(sum(ones) <= k - 1)
+    H.addConstr(sum(m * var for g in range(k) for m, var in net_terms[g]) <= k * SLACK)
+    return rho_terms, net_terms
 
 
 def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: float, threads: int = 1,
@@ -308,35 +429,50 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
         rho = pattern_bounds(ug, T, deadline, threads, live)
     except TimeoutError:
         return "open", None, {**info, "verdict": "out of time in the group models"}
-    info["rho"] = {f"{o:g}/{i:g} B": {str(key): ("infeasible" if v == math.inf else None if v == -math.inf
-                                                 else round(v, 9)) for key, v in r.items()}
-                   for (o, i), r in rho.items()}
+    info["rho"] = {f"{o:g}/{i:g} B": _table(r) for (o, i), r in rho.items()}
     demand_pairs = {(min(g, h), max(g, h)) for g, h in bl}
-    cases: list = [("rest",)]
+    split = pattern_cases(ug, rho)
+    rest: list = [("rest", c) for c in split] if split is not None else [("rest",)]
+    cycles: list = []
     if all(r["11"] < math.inf for r in rho.values()):
-        cases += [("factor", f) for f in two_factors(k) if _connected(f, demand_pairs)]
-    say(f"rings: {len(cases)} whole-instance case probes at {T:.9g} s")
+        cycles = [("factor", f) for f in two_factors(k) if _connected(f, demand_pairs)]
+    say(f"rings: {len(rest) + len(cycles)} whole-instance case probes at {T:.9g} s")
     results: dict = {}
+    waiting, lock = [len(rest)], threading.Lock()
 
     def run(case):
         left = deadline - time.perf_counter()
         if left < 1.0:
             return case, "open", None, 0.0
+        many = len(rest) > 1 and case[0] == "rest"
+        if many:                # a fair share of the clock: what the cases before it leave goes to the later ones
+            with lock:
+                left = max(1.0, left * threads / max(1, waiting[0]))
+                waiting[0] -= 1
         t1 = time.perf_counter()
-        verdict, circuits = probe(problem, ug, bl, T, case, rho, left, threads if case[0] == "rest" else 1, live)
+        verdict, circuits = probe(problem, ug, bl, T, case, rho, left,
+                                  threads if case[0] == "rest" and not many else 1, live)
         return case, verdict, circuits, time.perf_counter() - t1
 
     found = None
     # the rest first, on its own: the cycles prove nothing unless it closes too (llama405b-tp8pp4-32: each
-    # cycle 0.2-0.4 h, the rest unsettled after 1 h), and its wirings are the likelier better ones
-    done = parallel(run, cases[:1], 1, live)     # in a worker: Ctrl-C reaches the waiting main thread
-    if done[0][1] == "infeasible":
-        done += parallel(run, cases[1:], threads, live)
+    # cycle 0.2-0.4 h, the rest unsettled after 1 h), and its wirings are the likelier better ones; split by
+    # patterns, its cases `threads` at a time (in workers: Ctrl-C reaches the waiting main thread)
+    done = parallel(run, rest, threads if len(rest) > 1 else 1, live)
+    if all(verdict == "infeasible" for _, verdict, _, _ in done):
+        done += parallel(run, cycles, threads, live)
     for case, verdict, circuits, wall in done:
-        results[_name(case)] = {"verdict": verdict, "wall_s": round(wall, 1)}
-        say(f"rings: case {_name(case)}: {verdict} ({wall:.0f} s)")
+        if case[0] != "rest" or split is None:
+            say(f"rings: case {_name(case)}: {verdict} ({wall:.0f} s)")
+        if case[0] != "rest" or split is None or verdict != "infeasible":     # (the split's: their tally)
+            results[_name(case)] = {"verdict": verdict, "wall_s": round(wall, 1)}
         if verdict == "found" and found is None:
             found = circuits
+    if split is not None:
+        tally = {v: sum(1 for c, vv, _, _ in done if c[0] == "rest" and vv == v)
+                 for v in ("infeasible", "found", "unsettled", "open")}
+        say(f"rings: the rest by patterns, {len(rest)} cases: " + ", ".join(f"{n} {v}" for v, n in tally.items() if n))
+        info["rest by patterns"] = {"cases": len(rest), **tally}
     info.update(cases=results, wall_s=round(time.perf_counter() - t0, 1))
     if found is not None:
         info["verdict"] = "found"
@@ -348,7 +484,22 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
     return "open", None, info
 
 
+def _table(r: dict) -> dict:
+    """One kind's `pattern_bounds` for the solve block (JSON: strings for keys, None for no bound)."""
+    def val(v):
+        return "infeasible" if v == math.inf else None if v == -math.inf else round(v, 9)
+    out = {}
+    for key, v in r.items():
+        if key == "patterns":
+            out[key] = {"-".join(map(str, x)): {w: val(u) for w, u in vals.items()} for x, vals in v.items()}
+        else:
+            out[f"net {key[1]}" if isinstance(key, tuple) else str(key)] = val(v)
+    return out
+
+
 def _name(case) -> str:
+    if case[0] == "rest" and len(case) > 1:
+        return "patterns " + " / ".join("-".join(map(str, x)) for x in case[1])
     if case[0] == "rest":
         return "not every group (1, 1)"
     return "cycles " + " ".join("-".join(map(str, c)) for c in case[1])

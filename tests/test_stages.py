@@ -10,7 +10,7 @@ from solvers import exact, wire
 from solvers.bounds import best_bound
 from solvers.stages import (TOL, case_bound, case_labels, group_relays, groups_bound, milp_prober, net_test,
                             partitions, split_cases, symmetric_relaxation, two_groups, uniform_groups)
-from synth.model import OCSLayout, SolveParams, SolveStatus, TrafficMatrix
+from synth.model import OCSLayout, SolveParams, SolveStatus, TrafficMatrix, Wiring
 from synth.problem import WiringProblem
 from synth.verify import wiring_violations
 
@@ -352,7 +352,7 @@ def test_ring_blocks_need_equal_row_and_column_sums():
     assert blocks(q, uniform_groups(p)) is None
 
 
-@pytest.mark.parametrize("shape", [(4, 2, 3, 5e7), (4, 3, 4, 5e7)])
+@pytest.mark.parametrize("shape", [(4, 2, 3, 5e7), (4, 3, 4, 5e7), (4, 4, 6, 5e7)])
 def test_ring_probes_never_close_a_time_a_wiring_reaches(shape):
     # the test can fail: a relaxation that claimed too much would close the time of a wiring in hand
     from solvers.rings import ring_bound
@@ -458,3 +458,32 @@ def test_ctrl_c_reaches_a_ring_probe(monkeypatch, ctrl_c_on):
     finally:
         timer.cancel()
     assert time.perf_counter() - t0 < 20
+
+
+def test_the_rest_probes_net_rows_keep_a_wiring_with_more_circuits_across():
+    """Four stages of three with three ports, a triangle in each stage and each accelerator one circuit
+    across (the search's wiring, 0.0104167 s). At its own time the net test's tables leave a few patterns,
+    (1, 1, 1) among them, and the rest probe with its pattern and net rows must not be infeasible (the test
+    can fail: a net row that claimed half a unit too much cut the wiring in hand)."""
+    from solvers.rings import blocks, pattern_bounds, pattern_cases, probe
+    from synth.realize import realize
+    p = stages(4, 3, 3, 5e7)
+    ug = uniform_groups(p)
+    inside = [(b + i, b + j) for b in (0, 3, 6, 9) for i, j in ((0, 1), (0, 2), (1, 2))]
+    w = Wiring(12, 3, realize(p.layout, inside + [(0, 3), (1, 11), (2, 9), (4, 7), (5, 6), (8, 10)]), p.layout)
+    time_w, _ = p.score(w, "optimal")
+    assert not wiring_violations(w) and time_w == pytest.approx(0.0104166667, rel=1e-8)
+    T = time_w * (1 + 1e-6)
+    rho = pattern_bounds(ug, T, time.perf_counter() + 120, threads=2)
+    for r in rho.values():
+        assert (1, 1, 1) in r["patterns"] and (2,) not in r["patterns"] and len(r["patterns"]) < 8
+    verdict, _ = probe(p, ug, blocks(p, ug), T, ("rest",), rho, 60.0, threads=2)
+    assert verdict in ("found", "unsettled")
+    # and the case of the split by patterns that holds it (one pattern per stage), and its circuits across
+    assert ((1, 1, 1),) * 4 in pattern_cases(ug, rho)
+    verdict, _ = probe(p, ug, blocks(p, ug), T, ("rest", ((1, 1, 1),) * 4), rho, 60.0, threads=2)
+    assert verdict in ("found", "unsettled")
+    node = {a: g * 3 + i for g, grp in enumerate(ug.groups) for i, a in enumerate(grp)}
+    fixed = {tuple(sorted((node[a], node[b]))): 1 for a, b in ((0, 3), (1, 11), (2, 9), (4, 7), (5, 6), (8, 10))}
+    verdict, _ = probe(p, ug, blocks(p, ug), T, ("fixed", fixed), None, 60.0)
+    assert verdict in ("found", "unsettled")
