@@ -55,7 +55,7 @@ import numpy as np
 
 from synth.problem import WiringProblem
 
-from .stages import Live, UniformGroups, group_relays, lex_rows, parallel, partitions
+from .stages import Live, UniformGroups, group_relays, lex_rows, net_term, parallel, partitions
 
 RING_MAX_GROUPS = 5    # 2-regular graphs to enumerate: 3 on four groups, 12 Hamiltonian cycles on five
 RHO_C = 8              # cross totals with their own rho; more: one model for all of them
@@ -114,61 +114,49 @@ def pattern_bounds(ug: UniformGroups, T: float, deadline: float, threads: int = 
     the deadline gives its dual bound). TimeoutError when the deadline passes first."""
     live = Live() if live is None else live
     kinds = list(dict.fromkeys(zip(ug.out_b, ug.in_b)))
-    jobs = []
+    totals = list(range(1, RHO_C + 1)) + ["more"]
+    span = {c: (RHO_C + 1, None) if c == "more" else (c, c) for c in totals}
+    jobs, keys = [], []                 # job: (kind, "rho" or "net", x or None, circuits across)
     for kind in kinds:
-        jobs += [(kind, key) for key in ["1", "2", "11"] + list(range(3, RHO_C + 1)) + ["more"]]
-        jobs += [(kind, ("net", c)) for c in list(range(1, RHO_C + 1)) + ["more"]]
+        for key, x in (("1", (1,)), ("2", (2,)), ("11", (1, 1))):
+            jobs.append((kind, "rho", x, (1, None)))
+            keys.append(key)
+        for c in totals[2:]:
+            jobs.append((kind, "rho", None, span[c]))
+            keys.append(c)
+        for c in totals:                # the net test's term, min (r - h), over the patterns with c across
+            jobs.append((kind, "net", None, span[c]))
+            keys.append(("net", c))
 
     def run(job):
-        kind, key = job
+        kind, what, x, across = job
         left = deadline - time.perf_counter()
         if left <= 0:
             raise TimeoutError
         one = ug.kind(*kind)
-        if isinstance(key, tuple):      # the net test's term, min (r - h), over the patterns with c across
-            c = key[1]
-            across = (RHO_C + 1, None) if c == "more" else (c, c)
-            return group_relays(one, 0, None, T, 0.0, float(one.n * one.ports), 1.0, time_limit_s=left, live=live,
-                                across=across)
-        if key in ("1", "2", "11"):
-            x = {"1": (1,), "2": (2,), "11": (1, 1)}[key]
-            return group_relays(one, 0, x, T, time_limit_s=left, live=live)
-        across = (RHO_C + 1, None) if key == "more" else (key, key)
-        return group_relays(one, 0, None, T, time_limit_s=left, live=live, across=across)
+        if what == "net":
+            return net_term(one, x, T, left, live, across)
+        return group_relays(one, 0, x, T, time_limit_s=left, live=live, across=across)
 
-    values = parallel(run, jobs, threads, live)
     out: dict = {kind: {} for kind in kinds}
-    for (kind, key), v in zip(jobs, values):
+    for (kind, *_), key, v in zip(jobs, keys, parallel(run, jobs, threads, live)):
         out[kind][key] = v
     # the cross totals the net test leaves (module doc): with none above RHO_C, each one's patterns get their
     # own rho and net term, and the rest probe chooses a pattern per group among those the net test leaves
     k = len(ug.groups)
-    lowest = {kind: min([r[("net", c)] for c in list(range(1, RHO_C + 1)) + ["more"]] + ([0.0] if kind == (0, 0) else []))
-              for kind, r in out.items()}
+    lowest = {kind: min([r[("net", c)] for c in totals] + ([0.0] if kind == (0, 0) else [])) for kind, r in out.items()}
     if any(v == -math.inf for v in lowest.values()):
         return out
     others = {kind: sum(lowest[kn] for kn in zip(ug.out_b, ug.in_b)) - lowest[kind] for kind in kinds}
-    left_c = {kind: [c for c in list(range(1, RHO_C + 1)) + ["more"] if out[kind][("net", c)] + others[kind] <= k * SLACK]
+    left_c = {kind: [c for c in totals if out[kind][("net", c)] + others[kind] <= k * SLACK]
               + ([0] if kind == (0, 0) and others[kind] <= k * SLACK else []) for kind in kinds}
     if any("more" in cs for cs in left_c.values()):
         return out
-    pjobs = [(kind, x, what) for kind in kinds for c in left_c[kind] for x in partitions(c, ug.n)
+    pjobs = [(kind, what, x, (1, None)) for kind in kinds for c in left_c[kind] for x in partitions(c, ug.n)
              for what in ("rho", "net")]
-
-    def prun(job):
-        kind, x, what = job
-        left = deadline - time.perf_counter()
-        if left <= 0:
-            raise TimeoutError
-        one = ug.kind(*kind)
-        if what == "rho":
-            return group_relays(one, 0, x, T, time_limit_s=left, live=live)
-        return group_relays(one, 0, x, T, 0.0, float(one.n * one.ports), 1.0, time_limit_s=left, live=live)
-
-    pvalues = parallel(prun, pjobs, threads, live)
     for kind in kinds:
         out[kind]["patterns"] = {}
-    for (kind, x, what), v in zip(pjobs, pvalues):
+    for (kind, what, x, _), v in zip(pjobs, parallel(run, pjobs, threads, live)):
         out[kind]["patterns"].setdefault(x, {})[what] = v
     for kind in kinds:                  # drop what the net test or the group model rules out
         out[kind]["patterns"] = {x: v for x, v in out[kind]["patterns"].items()
@@ -203,13 +191,11 @@ def probe(problem: WiringProblem, ug: UniformGroups, bl: dict, T: float, case, r
                 u, v = node(a, 1), node(b, 0)
                 key = (min(u, v), max(u, v))
                 cross[key] = cross.get(key, 0) + 1
-        xs = {v: sum(c for (a, b), c in cross.items() if v in (a, b)) for v in range(N)}
     elif case[0] == "fixed":
         cross = dict(case[1])
-        xs = {v: sum(c for (a, b), c in cross.items() if v in (a, b)) for v in range(N)}
     else:
         cross = {(u, v): H.addIntegral(lb=0, ub=P) for u in range(N) for v in range(u + 1, N) if u // n != v // n}
-        xs = {v: sum(z for (a, b), z in cross.items() if v in (a, b)) for v in range(N)}
+    xs = {v: sum(z for (a, b), z in cross.items() if v in (a, b)) for v in range(N)}
     for g in range(k):
         for i in range(n):
             H.addConstr(sum(Y(g, i, j) for j in range(n) if j != i) + xs[node(g, i)] <= P)
@@ -318,7 +304,7 @@ def _rest_rows(H, ug: UniformGroups, xs: dict, rho: dict, node, only: tuple = ()
     if all("patterns" in r for r in rho.values()):
         return _pattern_rows(H, ug, xs, rho, node, only[0] if only else None)
     rho_terms: dict[int, list] = {}
-    ones, net, net_terms = [], [], {}
+    ones, net_terms = [], {}
     for g in range(k):
         r = rho[(ug.out_b[g], ug.in_b[g])]
         xg = [xs[node(g, i)] for i in range(n)]
@@ -354,19 +340,26 @@ def _rest_rows(H, ug: UniformGroups, xs: dict, rho: dict, node, only: tuple = ()
             terms.append((-(r2 - SLACK), q))
         rho_terms[g] = terms
         ones.append(q)
-        net_terms[g] = []               # the net test by cross total: r - h >= m(c), and h <= n P
-        for c, var in w.items():
-            m = 0.0 if c == 0 else r[("net", c)]
+        net = [(0.0 if c == 0 else r[("net", c)], var) for c, var in w.items()]   # the net test by cross total
+        for m, var in net:
             if m == math.inf:
                 H.addConstr(var <= 0)
-            else:
-                net_terms[g].append((max(m, -float(n * P)), var))
-        net_terms[g] = [(m, var) for m, var in net_terms[g] if abs(m) > SLACK]     # (HiGHS drops what is tiny)
-        net += net_terms[g]
+        net_terms[g] = _net_terms(net, n * P)
     H.addConstr(sum(ones) <= k - 1)
-    # every byte that leaves its group passes through another before it is back: sum h >= sum r
-    H.addConstr(sum(m * var for m, var in net) <= k * SLACK)
+    _net_sum_row(H, net_terms)
     return rho_terms, net_terms
+
+
+def _net_terms(pairs, most: float) -> list:
+    """A group's net terms [(m, binary)], the finite ones (-inf, no bound in time, as -most: h <= n P),
+    without those HiGHS would drop as tiny (within SLACK)."""
+    return [(max(m, -float(most)), var) for m, var in pairs if m < math.inf and abs(m) > SLACK]
+
+
+def _net_sum_row(H, net_terms: dict) -> None:
+    """Every byte that leaves its group passes through another before it is back: sum h >= sum r, so the
+    groups' net terms sum to at most 0."""
+    H.addConstr(sum(m * var for terms in net_terms.values() for m, var in terms) <= len(net_terms) * SLACK)
 
 
 def pattern_cases(ug: UniformGroups, rho: dict) -> list[tuple] | None:
@@ -403,12 +396,12 @@ def _pattern_rows(H, ug: UniformGroups, xs: dict, rho: dict, node, only=None) ->
         for i in range(n):
             H.addConstr(xs[node(g, i)] - sum((x[i] if i < len(x) else 0) * var for x, var in b.items()) == 0)
         rho_terms[g] = [(v["rho"] - SLACK, b[x]) for x, v in pats.items() if SLACK < v["rho"] < math.inf]
-        net_terms[g] = [(max(v["net"], -float(n * P)), b[x]) for x, v in pats.items() if abs(v["net"]) > SLACK]
+        net_terms[g] = _net_terms([(v["net"], b[x]) for x, v in pats.items()], n * P)
         if (1, 1) in b:
             ones.append(b[(1, 1)])
     if len(ones) == k:
         H.addConstr(sum(ones) <= k - 1)
-    H.addConstr(sum(m * var for g in range(k) for m, var in net_terms[g]) <= k * SLACK)
+    _net_sum_row(H, net_terms)
     return rho_terms, net_terms
 
 

@@ -341,6 +341,13 @@ def parallel(fn, items: list, threads: int, live: Live) -> list:
             raise
 
 
+def net_term(tg: UniformGroups, x: tuple[int, ...] | None, T: float, time_limit_s: float, live: Live | None = None,
+             across: tuple[int, int | None] = (1, None)) -> float:
+    """The net test's term for group 0 of `tg`: a lower bound on min (r - h) over its model with the carried
+    bytes h free (cross degrees x, or free with `across` circuits across); inf when it is infeasible."""
+    return group_relays(tg, 0, x, T, 0.0, float(tg.n * tg.ports), 1.0, time_limit_s, live=live, across=across)
+
+
 def net_test(ug: UniformGroups, T: float, deadline: float, model_time_s: float = 900.0,
              live: Live | None = None, least: bool = True) -> tuple[float, dict]:
     """The net test of k groups at T (module doc): the sum over the groups of a lower bound on
@@ -357,8 +364,7 @@ def net_test(ug: UniformGroups, T: float, deadline: float, model_time_s: float =
         left = deadline - time.perf_counter()
         if left <= 0:
             raise TimeoutError
-        return group_relays(ug.kind(out_b, in_b), 0, None, T, 0.0, float(ug.n * ug.ports), 1.0, min(model_time_s, left),
-                            live=live)
+        return net_term(ug.kind(out_b, in_b), None, T, min(model_time_s, left), live)
 
     kinds = list(zip(ug.out_b, ug.in_b))
     several = len(set(kinds)) > 1
