@@ -35,8 +35,20 @@ other groups' least m above 0 is ruled out; when that rules out every total abov
 its patterns' own rho and m, and the probe picks one pattern per group among those the same test leaves
 (llama405b-tp8pp4-32 at its best wiring less 5e-7: (1, 1), (2, 1, 1), (2, 2), (2, 2, 1, 1); so no
 accelerator holds more than two circuits across and at most four per stage hold any).
+Symmetry: a relabelling of the groups that maps the instance onto itself or onto its reverse
+(`group_symmetries`; llama405b-tp8pp4-32: stage g onto stage 3 - g, every demand turned round) maps each
+case onto one with the same verdict, so the split probes one case per orbit (`case_orbits`), and drops an
+orbit the tables rule out one member of (llama405b-tp8pp4-32: 254 cases, 134 probes).
+Levels of the split: a pattern case gets a short probe (SPLIT_S); left unsettled, it is split by the
+circuits between each pair of groups (`group_graphs`: every multigraph on the groups with those degrees that
+joins every pair with bytes between them; each a probe with those totals fixed), and one of those left
+unsettled by where its circuits sit on the accelerators (`structures`: each group's accelerators across in
+decreasing degree order, every placing up to swapping accelerators of equal degree; each a ("fixed", ...)
+probe, llama405b-tp8pp4-32's in about 0.5 s). Fixing the structure settles what the free circuits across do
+not: llama405b-tp8pp4-32's ((2,2), (2,1,1), (2,1,1), (2,2)) is unsettled after 900 s as one probe; its 12
+group-level cases: 8 infeasible in 1-50 s, the rest's placings (16 and 100 tried) each infeasible in < 1 s.
 No wiring reaches T when every probe is infeasible. The rest runs first (with every thread; split by
-patterns, `threads` cases at a time, one thread each: `pattern_cases`), the cycles
+patterns, `threads` cases at a time, one thread each, each case depth first: `pattern_cases`), the cycles
 after it only when it is infeasible, two at a time. A probe that finds a wiring gives its circuits to the
 caller, which scores them on the instance.
 
@@ -51,6 +63,7 @@ import math
 import threading
 import time
 
+import networkx as nx
 import numpy as np
 
 from synth.problem import WiringProblem
@@ -60,6 +73,8 @@ from .stages import Live, UniformGroups, group_relays, lex_rows, net_term, paral
 RING_MAX_GROUPS = 5    # 2-regular graphs to enumerate: 3 on four groups, 12 Hamiltonian cycles on five
 RHO_C = 8              # cross totals with their own rho; more: one model for all of them
 SLACK = 1e-7           # circuit units off every rho (they are MILP optima)
+MAX_PLACINGS = 20000   # a group-level case with more placings of its circuits on accelerators is not split
+SPLIT_S = {"patterns": 10.0, "groups": 10.0, "fixed": 60.0}   # each probe's clock at each level of the split
 
 
 def blocks(problem: WiringProblem, ug: UniformGroups) -> dict[tuple[int, int], float] | None:
@@ -166,9 +181,10 @@ def pattern_bounds(ug: UniformGroups, T: float, deadline: float, threads: int = 
 
 def probe(problem: WiringProblem, ug: UniformGroups, bl: dict, T: float, case, rho: dict | None,
           time_limit_s: float, threads: int = 1, live: Live | None = None):
-    """One case at T (module doc): case ("factor", cycles), ("rest",) or ("rest", one pattern per group) (with
-    `rho`, `pattern_bounds`' answer), or ("fixed", {(u, v): circuits across}) (model nodes g n + i; a
-    structure to refute: llama405b-tp8pp4-32's took 4-28 s). Returns ("infeasible", None),
+    """One case at T (module doc): case ("factor", cycles), ("rest",), ("rest", one pattern per group) or
+    ("rest", patterns, {(g, h): circuits between groups g < h}) (with `rho`, `pattern_bounds`' answer), or
+    ("fixed", {(u, v): circuits across}) (model nodes g n + i; a structure to refute: llama405b-tp8pp4-32's
+    took 0.4-28 s). Returns ("infeasible", None),
     ("found", {(u, v): circuits}) or ("unsettled", None)."""
     import highspy
 
@@ -206,7 +222,10 @@ def probe(problem: WiringProblem, ug: UniformGroups, bl: dict, T: float, case, r
         lab = [(-1 - i if xs[node(g, i)] else 0) if case[0] == "fixed" else xs[node(g, i)] for i in range(n)]
         lex_rows(H, P, lab, [Y(g, 0, v) if v else 0 for v in range(n)],
                  [Y(g, 1, v) if v > 1 else 0 for v in range(n)], fixed=case[0] != "rest")
-    rho_terms, net_terms = ({}, {}) if case[0] != "rest" else _rest_rows(H, ug, xs, rho, node, case[1:])
+    rho_terms, net_terms = ({}, {}) if case[0] != "rest" else _rest_rows(H, ug, xs, rho, node, case[1:2])
+    if case[0] == "rest" and len(case) > 2:           # circuits between each pair of groups fixed too
+        for (g, h), c in case[2].items():
+            H.addConstr(sum(z for (u, v), z in cross.items() if {u // n, v // n} == {g, h}) == c)
     arcs = [(node(g, i), node(g, j)) for g in range(k) for i in range(n) for j in range(n) if i != j]
     arcs += [a for u, v in cross for a in ((u, v), (v, u))]
     outa: dict[int, list[int]] = {v: [] for v in range(N)}
@@ -362,6 +381,72 @@ def _net_sum_row(H, net_terms: dict) -> None:
     H.addConstr(sum(m * var for terms in net_terms.values() for m, var in terms) <= len(net_terms) * SLACK)
 
 
+def group_symmetries(problem: WiringProblem, ug: UniformGroups) -> list[tuple[tuple[int, ...], bool]]:
+    """The relabellings of the groups the instance keeps: (sigma, rev) when some map pi of the accelerators,
+    group g onto group sigma[g], has t[pi u, pi v] = t[u, v] (rev False) or t[v, u] (rev True: every demand
+    turned round, which any wiring serves in the same time, each route run backwards). A wiring at T whose
+    group g has cross pattern x_g then has an image at T whose group sigma[g] has x_g. pi is found by VF2 on
+    the bytes across groups (the bytes inside are uniform) and checked on the whole matrix. The identity
+    first (llama405b-tp8pp4-32: it and the pipeline's reversal, stage g onto stage 3 - g)."""
+    from networkx.algorithms.isomorphism import DiGraphMatcher
+    t = problem.traffic.bytes_.astype(np.float64)
+    k = len(ug.groups)
+    lab = np.empty(problem.accelerators, dtype=np.int64)
+    for g, a in enumerate(ug.groups):
+        lab[list(a)] = g
+
+    def across(m: np.ndarray, colour) -> nx.DiGraph:
+        G = nx.DiGraph()
+        G.add_nodes_from((v, {"c": int(colour[v])}) for v in range(len(lab)))
+        u, v = np.nonzero((lab[:, None] != lab[None, :]) & (m > 0))
+        G.add_edges_from((a, b, {"w": m[a, b]}) for a, b in zip(u.tolist(), v.tolist()))
+        return G
+
+    target = across(t, lab)
+    onehot = np.eye(k)[lab]
+    sums = onehot.T @ t @ onehot                      # bytes from group to group: a quick first test
+    out = []
+    for sigma in itertools.permutations(range(k)):
+        for rev in (False, True):
+            m = t.T if rev else t
+            if not np.allclose(sums[np.ix_(sigma, sigma)], sums.T if rev else sums, rtol=1e-9, atol=0):
+                continue
+            match = DiGraphMatcher(across(m, np.asarray(sigma)[lab]), target,
+                                   node_match=lambda a, b: a["c"] == b["c"],
+                                   edge_match=lambda a, b: a["w"] == b["w"])
+            pi = next(match.isomorphisms_iter(), None)
+            if pi is None:
+                continue
+            pi = np.array([pi[v] for v in range(len(lab))])
+            if np.array_equal(t[np.ix_(pi, pi)], m):
+                out.append((sigma, rev))
+    return out
+
+
+def case_orbits(cases: list[tuple], symmetries) -> tuple[list[tuple], int]:
+    """The split's cases up to the group symmetries (`group_symmetries`): one case per orbit, the first in
+    `cases`' order, and how many cases an orbit with a member outside `cases` (ruled out by the tables, so
+    every member is) drops. A case's image under sigma gives group sigma[g] the pattern of group g."""
+    listed = set(cases)
+    seen: set = set()
+    reps, dropped = [], 0
+    for case in cases:
+        if case in seen:
+            continue
+        orbit = set()
+        for sigma, _ in symmetries:
+            image = [None] * len(case)
+            for g, x in enumerate(case):
+                image[sigma[g]] = x
+            orbit.add(tuple(image))
+        seen |= orbit
+        if orbit <= listed:
+            reps.append(case)
+        else:
+            dropped += len(orbit & listed)
+    return reps, dropped
+
+
 def pattern_cases(ug: UniformGroups, rho: dict) -> list[tuple] | None:
     """The rest split by patterns (when `pattern_bounds` gave every kind its patterns, else None): one
     pattern per group, not every group (1, 1), the net test's terms summing to at most 0; the cases with the
@@ -376,6 +461,127 @@ def pattern_cases(ug: UniformGroups, rho: dict) -> list[tuple] | None:
         if total <= k * SLACK and not all(x == (1, 1) for x, _ in pick):
             cases.append((-total, tuple(x for x, _ in pick)))
     return [c for _, c in sorted(cases)]
+
+
+def group_graphs(patterns: tuple, pairs: set[tuple[int, int]]) -> list[dict[tuple[int, int], int]]:
+    """One case of the split by patterns, split again by the circuits between each pair of groups: every
+    loopless multigraph on the groups with group g of degree sum(patterns[g]) and every pair of groups with
+    bytes between them (`pairs`) joined (else those bytes have no way). Keys (g, h), g < h."""
+    k = len(patterns)
+    links = list(itertools.combinations(range(k), 2))
+    left = [sum(x) for x in patterns]
+    out: list[dict] = []
+
+    def joined(cur: dict) -> bool:
+        top = list(range(k))
+
+        def find(a):
+            while top[a] != a:
+                a = top[a]
+            return a
+        for (g, h), c in cur.items():
+            if c:
+                top[find(g)] = find(h)
+        return all(find(g) == find(h) for g, h in pairs)
+
+    def rec(i: int, cur: dict) -> None:
+        if i == len(links):
+            if not any(left) and joined(cur):
+                out.append({key: c for key, c in cur.items() if c})
+            return
+        g, h = links[i]
+        later = [j for j in range(i + 1, len(links)) if g in links[j]]
+        for c in range(min(left[g], left[h]) + 1):
+            if not later and c != left[g]:
+                continue                    # g's last link takes what g has left
+            left[g] -= c
+            left[h] -= c
+            cur[(g, h)] = c
+            rec(i + 1, cur)
+            left[g] += c
+            left[h] += c
+        cur.pop((g, h), None)
+
+    rec(0, {})
+    return out
+
+
+def structures(patterns: tuple, between: dict[tuple[int, int], int], n: int,
+               most: int = MAX_PLACINGS) -> list[dict[tuple[int, int], int]] | None:
+    """The circuits across of one group-level case (`group_graphs`) placed on accelerators: group g's
+    accelerator i (model node g n + i) holds patterns[g][i] circuits across, every such multigraph up to
+    swapping accelerators of equal degree inside a group (so each is one ("fixed", ...) probe). None when
+    there are more than `most` placings before those swaps (too many probes to split into)."""
+    k = len(patterns)
+    nodes = [(g, i) for g in range(k) for i in range(len(patterns[g]))]
+    deg = [patterns[g][i] for g, i in nodes]
+    left_pair = dict(between)
+    swaps = []                               # per group, the permutations of its equal-degree positions
+    for x in patterns:
+        runs = [[i for i in range(len(x)) if x[i] == v] for v in dict.fromkeys(x)]
+        per = []
+        for combo in itertools.product(*(itertools.permutations(r) for r in runs)):
+            m = {}
+            for r, pr in zip(runs, combo):
+                m.update(zip(r, pr))
+            per.append(m)
+        swaps.append(per)
+    seen: set = set()
+    out: list[dict] = []
+
+    def canon(edges):
+        """An image of `edges` (so equal keys are equal up to the swaps): each group's least swap in turn,
+        until none lowers it (cheaper than the least over every product of swaps; a few equal structures
+        may keep different keys, which costs probes, never a case)."""
+        best = tuple(sorted(edges))
+        moved = True
+        while moved:
+            moved = False
+            for g, per in enumerate(swaps):
+                for m in per:
+                    def f(a):
+                        return (g, m[a[1]]) if a[0] == g else a
+                    e = tuple(sorted(tuple(sorted((f(a), f(b)))) for a, b in best))
+                    if e < best:
+                        best, moved = e, True
+        return best
+
+    placed = [0]
+
+    def rec(edges: list, start: int) -> None:
+        u = next((j for j in range(len(nodes)) if deg[j]), None)
+        if u is None:
+            placed[0] += 1
+            if placed[0] > most:
+                raise OverflowError
+            key = canon(edges)
+            if key not in seen:
+                seen.add(key)
+                circuits: dict = {}
+                for a, b in key:
+                    uv = (a[0] * n + a[1], b[0] * n + b[1])
+                    circuits[uv] = circuits.get(uv, 0) + 1
+                out.append(circuits)
+            return
+        for v in range(max(start, u + 1), len(nodes)):
+            g, h = nodes[u][0], nodes[v][0]
+            if g == h or not deg[v] or not left_pair.get((g, h), 0):
+                continue
+            deg[u] -= 1
+            deg[v] -= 1
+            left_pair[(g, h)] -= 1
+            edges.append((nodes[u], nodes[v]))
+            rec(edges, v if deg[u] else 0)
+            edges.pop()
+            deg[u] += 1
+            deg[v] += 1
+            left_pair[(g, h)] += 1
+
+    try:
+        rec([], 0)
+    except OverflowError:
+        return None
+    return out
 
 
 def _pattern_rows(H, ug: UniformGroups, xs: dict, rho: dict, node, only=None) -> tuple[dict, dict]:
@@ -425,27 +631,57 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
     info["rho"] = {f"{o:g}/{i:g} B": _table(r) for (o, i), r in rho.items()}
     demand_pairs = {(min(g, h), max(g, h)) for g, h in bl}
     split = pattern_cases(ug, rho)
+    if split is not None:               # one case per orbit of the instance's group symmetries
+        every = len(split)
+        split, dropped = case_orbits(split, group_symmetries(problem, ug))
     rest: list = [("rest", c) for c in split] if split is not None else [("rest",)]
     cycles: list = []
     if all(r["11"] < math.inf for r in rho.values()):
         cycles = [("factor", f) for f in two_factors(k) if _connected(f, demand_pairs)]
     say(f"rings: {len(rest) + len(cycles)} whole-instance case probes at {T:.9g} s")
     results: dict = {}
-    waiting, lock = [len(rest)], threading.Lock()
+    levels = {level: dict.fromkeys(("infeasible", "found", "unsettled", "open"), 0) for level in SPLIT_S}
+    lock = threading.Lock()
 
     def run(case):
         left = deadline - time.perf_counter()
         if left < 1.0:
             return case, "open", None, 0.0
-        many = len(rest) > 1 and case[0] == "rest"
-        if many:                # a fair share of the clock: what the cases before it leave goes to the later ones
-            with lock:
-                left = max(1.0, left * threads / max(1, waiting[0]))
-                waiting[0] -= 1
         t1 = time.perf_counter()
-        verdict, circuits = probe(problem, ug, bl, T, case, rho, left,
-                                  threads if case[0] == "rest" and not many else 1, live)
+        if split is not None and case[0] == "rest":
+            verdict, circuits = settle(case, "patterns")
+        else:
+            verdict, circuits = probe(problem, ug, bl, T, case, rho, left, threads if case[0] == "rest" else 1, live)
         return case, verdict, circuits, time.perf_counter() - t1
+
+    def settle(case, level: str):
+        """One case of the split: a short probe, and when that leaves it unsettled, its cases one level down
+        (patterns -> circuits between groups -> circuits on accelerators), depth first; "found" ends it."""
+        left = deadline - time.perf_counter()
+        if left < 1.0:
+            return "open", None
+        verdict, circuits = probe(problem, ug, bl, T, case, rho, min(SPLIT_S[level], left), 1, live)
+        with lock:
+            levels[level][verdict] += 1
+        if verdict != "unsettled" or level == "fixed":
+            return verdict, circuits
+        if level == "patterns":
+            lower, kids = "groups", [("rest", case[1], b) for b in group_graphs(case[1], demand_pairs)]
+        else:
+            placed = structures(case[1], case[2], ug.n)
+            if placed is None:
+                return verdict, None
+            lower, kids = "fixed", [("fixed", s) for s in placed]
+        worst = "infeasible"
+        for kid in kids:
+            v, circuits = settle(kid, lower)
+            if v == "found":
+                return v, circuits
+            if v != "infeasible":
+                worst = v
+            if v == "open":
+                break
+        return worst, None
 
     found = None
     # the rest first, on its own: the cycles prove nothing unless it closes too (llama405b-tp8pp4-32: each
@@ -464,8 +700,10 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
     if split is not None:
         tally = {v: sum(1 for c, vv, _, _ in done if c[0] == "rest" and vv == v)
                  for v in ("infeasible", "found", "unsettled", "open")}
-        say(f"rings: the rest by patterns, {len(rest)} cases: " + ", ".join(f"{n} {v}" for v, n in tally.items() if n))
-        info["rest by patterns"] = {"cases": len(rest), **tally}
+        say(f"rings: the rest by patterns, {every} cases, {len(rest)} up to symmetry ({dropped} more ruled out by "
+            "it): " + ", ".join(f"{n} {v}" for v, n in tally.items() if n))
+        info["rest by patterns"] = {"cases": every, "probes": len(rest), "ruled out by symmetry": dropped, **tally,
+                                    "probes by level": {lv: {v: n for v, n in c.items() if n} for lv, c in levels.items()}}
     info.update(cases=results, wall_s=round(time.perf_counter() - t0, 1))
     if found is not None:
         info["verdict"] = "found"
