@@ -641,7 +641,7 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
     say(f"rings: {len(rest) + len(cycles)} whole-instance case probes at {T:.9g} s")
     results: dict = {}
     levels = {level: dict.fromkeys(("infeasible", "found", "unsettled", "open"), 0) for level in SPLIT_S}
-    lock = threading.Lock()
+    lock, settled = threading.Lock(), [0]
 
     def run(case):
         left = deadline - time.perf_counter()
@@ -650,6 +650,9 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
         t1 = time.perf_counter()
         if split is not None and case[0] == "rest":
             verdict, circuits = settle(case, "patterns")
+            with lock:                  # progress on a run of hours: one line per case of the split
+                settled[0] += 1
+                say(f"rings: {settled[0]}/{len(rest)} {_name(case)}: {verdict} ({time.perf_counter() - t1:.0f} s)")
         else:
             verdict, circuits = probe(problem, ug, bl, T, case, rho, left, threads if case[0] == "rest" else 1, live)
         return case, verdict, circuits, time.perf_counter() - t1
