@@ -65,6 +65,7 @@ import time
 
 import networkx as nx
 import numpy as np
+from networkx.utils import UnionFind
 
 from synth.problem import WiringProblem
 
@@ -473,16 +474,11 @@ def group_graphs(patterns: tuple, pairs: set[tuple[int, int]]) -> list[dict[tupl
     out: list[dict] = []
 
     def joined(cur: dict) -> bool:
-        top = list(range(k))
-
-        def find(a):
-            while top[a] != a:
-                a = top[a]
-            return a
+        parts = UnionFind(range(k))
         for (g, h), c in cur.items():
             if c:
-                top[find(g)] = find(h)
-        return all(find(g) == find(h) for g, h in pairs)
+                parts.union(g, h)
+        return all(parts[g] == parts[h] for g, h in pairs)
 
     def rec(i: int, cur: dict) -> None:
         if i == len(links):
