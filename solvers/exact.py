@@ -503,7 +503,7 @@ def _groups_rings(problem: WiringProblem, params: SolveParams, t0: float, ug, be
     while best.objective - bound > params.rel_gap * best.objective and end - time.perf_counter() > 1.0:
         T = best.objective * (1 - params.rel_gap / 2)
         try:
-            verdict, circuits, info = ring_bound(problem, ug, T, end, params.threads, say)
+            verdict, circuits, info = ring_bound(problem, ug, T, end, params.threads, say, params.proof_log)
         except KeyboardInterrupt:
             rounds.append({"probe": T, "status": "rings", "verdict": "interrupted"})
             return best, bound, True

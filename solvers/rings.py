@@ -47,6 +47,9 @@ decreasing degree order, every placing up to swapping accelerators of equal degr
 probe, llama405b-tp8pp4-32's in about 0.5 s). Fixing the structure settles what the free circuits across do
 not: llama405b-tp8pp4-32's ((2,2), (2,1,1), (2,1,1), (2,2)) is unsettled after 900 s as one probe; its 12
 group-level cases: 8 infeasible in 1-50 s, the rest's placings (16 and 100 tried) each infeasible in < 1 s.
+Across runs (`ring_bound`'s `log`, `ocs-synth wire --proof-log`): a verdict is a fact about the instance
+at T, so a case infeasible at T stays infeasible below it (a wiring that reaches a time reaches every time
+above it); the log keys each case by a hash of what the probes read (`fingerprint`) and `case_key`.
 No wiring reaches T when every probe is infeasible. The rest runs first (with every thread; split by
 patterns, `threads` cases at a time, one thread each, each case depth first: `pattern_cases`), the cycles
 after it only when it is infeasible, two at a time. A probe that finds a wiring gives its circuits to the
@@ -58,7 +61,9 @@ wiring less 5e-7, HiGHS: all three cycles infeasible (713-957 s each, two at a t
 """
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 import math
 import threading
 import time
@@ -75,7 +80,8 @@ RING_MAX_GROUPS = 5    # 2-regular graphs to enumerate: 3 on four groups, 12 Ham
 RHO_C = 8              # cross totals with their own rho; more: one model for all of them
 SLACK = 1e-7           # circuit units off every rho (they are MILP optima)
 MAX_PLACINGS = 20000   # a group-level case with more placings of its circuits on accelerators is not split
-SPLIT_S = {"patterns": 10.0, "groups": 10.0, "fixed": 60.0}   # each probe's clock at each level of the split
+SPLIT_S = {"patterns": 4.0, "groups": 4.0, "fixed": 60.0}   # each probe's clock at each level of the split
+RETRY = 4.0            # a placing a proof log has unsettled at T is probed again with this many times its clock
 
 
 def blocks(problem: WiringProblem, ug: UniformGroups) -> dict[tuple[int, int], float] | None:
@@ -607,11 +613,37 @@ def _pattern_rows(H, ug: UniformGroups, xs: dict, rho: dict, node, only=None) ->
     return rho_terms, net_terms
 
 
+def fingerprint(problem: WiringProblem, ug: UniformGroups) -> str:
+    """What every probe of the instance reads (its groups, bytes and ports), hashed: the proof log's key
+    for the instance, so a case settled on one instance is never taken for another's."""
+    h = hashlib.sha256(b"ocs-synth rings 1")
+    h.update(json.dumps([ug.groups, ug.ports, repr(ug.port_bytes_per_s), repr(ug.d)]).encode())
+    h.update(np.ascontiguousarray(problem.traffic.bytes_, dtype=np.float64).tobytes())
+    return h.hexdigest()[:32]
+
+
+def case_key(case) -> str:
+    """A case as a string, the same across runs (the proof log's key)."""
+    kind, parts = case[0], []
+    if kind == "fixed":
+        parts = [sorted([u, v, c] for (u, v), c in case[1].items())]
+    elif kind == "factor":
+        parts = [[list(c) for c in case[1]]]
+    elif len(case) > 1:
+        parts = [[list(x) for x in case[1]]] + ([sorted([g, h, c] for (g, h), c in case[2].items())]
+                                                 if len(case) > 2 else [])
+    return json.dumps([kind, *parts], separators=(",", ":"))
+
+
 def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: float, threads: int = 1,
-               say=None) -> tuple[str, dict | None, dict]:
+               say=None, log=None) -> tuple[str, dict | None, dict]:
     """Every case at T (module doc), `threads` probes at a time. Returns (verdict, circuits, info): verdict
     "closed" (no wiring reaches T), "found" (a probe's circuits, for the caller to score on the instance),
-    "open" (a probe without a verdict, or out of time) or "not applicable"."""
+    "open" (a probe without a verdict, or out of time) or "not applicable".
+    `log` (a `synth.model.ProofLog`, or None) carries verdicts between runs: a case it holds as infeasible
+    at T or above is not probed again (a wiring that reaches T reaches every time above it); a case it
+    holds as unsettled at T is split again without its probe, and a placing is probed with RETRY times the
+    clock it had; every probe's infeasible or unsettled verdict is added to it."""
     say = say or (lambda msg: None)
     t0 = time.perf_counter()
     info: dict = {"T": T}
@@ -636,8 +668,35 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
         cycles = [("factor", f) for f in two_factors(k) if _connected(f, demand_pairs)]
     say(f"rings: {len(rest) + len(cycles)} whole-instance case probes at {T:.9g} s")
     results: dict = {}
-    levels = {level: dict.fromkeys(("infeasible", "found", "unsettled", "open"), 0) for level in SPLIT_S}
+    levels = {level: dict.fromkeys(("infeasible", "found", "unsettled", "open", "from the log"), 0)
+              for level in (*SPLIT_S, "whole")}
     lock, settled = threading.Lock(), [0]
+    fp = fingerprint(problem, ug) if log is not None else ""
+    added = log.added if log is not None else 0
+
+    def ask(case, level: str, clock: float, n_threads: int):
+        """One probe, or its verdict from the log; the verdict goes to the log."""
+        key = case_key(case) if log is not None else ""
+        prior = log.get(fp, key) if log is not None else None
+        again = prior is not None and prior["verdict"] == "unsettled" and math.isclose(prior["T"], T, rel_tol=1e-12)
+        if prior is not None and prior["verdict"] == "infeasible" and prior["T"] >= T:
+            with lock:
+                levels[level]["from the log"] += 1
+            return "infeasible", None
+        if again and level in ("patterns", "groups") and prior["clock_s"] >= clock:
+            with lock:
+                levels[level]["from the log"] += 1
+            return "unsettled", None
+        if again:
+            clock = max(clock, RETRY * prior["clock_s"])
+        clock = min(clock, deadline - time.perf_counter())
+        verdict, circuits = probe(problem, ug, bl, T, case, rho, clock, n_threads, live)
+        with lock:
+            levels[level][verdict] += 1
+            if log is not None and verdict in ("infeasible", "unsettled"):
+                log.add(fp, key, {"verdict": verdict, "T": T,
+                                  "clock_s": round(max(clock, prior["clock_s"] if again else 0.0), 3)})
+        return verdict, circuits
 
     def run(case):
         left = deadline - time.perf_counter()
@@ -650,7 +709,7 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
                 settled[0] += 1
                 say(f"rings: {settled[0]}/{len(rest)} {_name(case)}: {verdict} ({time.perf_counter() - t1:.0f} s)")
         else:
-            verdict, circuits = probe(problem, ug, bl, T, case, rho, left, threads if case[0] == "rest" else 1, live)
+            verdict, circuits = ask(case, "whole", left, threads if case[0] == "rest" else 1)
         return case, verdict, circuits, time.perf_counter() - t1
 
     def settle(case, level: str):
@@ -659,9 +718,7 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
         left = deadline - time.perf_counter()
         if left < 1.0:
             return "open", None
-        verdict, circuits = probe(problem, ug, bl, T, case, rho, min(SPLIT_S[level], left), 1, live)
-        with lock:
-            levels[level][verdict] += 1
+        verdict, circuits = ask(case, level, SPLIT_S[level], 1)
         if verdict != "unsettled" or level == "fixed":
             return verdict, circuits
         if level == "patterns":
@@ -702,8 +759,11 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
         say(f"rings: the rest by patterns, {every} cases, {len(rest)} up to symmetry ({dropped} more ruled out by "
             "it): " + ", ".join(f"{n} {v}" for v, n in tally.items() if n))
         info["rest by patterns"] = {"cases": every, "probes": len(rest), "ruled out by symmetry": dropped, **tally,
-                                    "probes by level": {lv: {v: n for v, n in c.items() if n} for lv, c in levels.items()}}
+                                    "probes by level": {lv: {v: n for v, n in c.items() if n}
+                                                        for lv, c in levels.items() if lv != "whole"}}
     info.update(cases=results, wall_s=round(time.perf_counter() - t0, 1))
+    if log is not None:
+        info["proof log"] = {"verdicts": len(log), "added": log.added - added}
     if found is not None:
         info["verdict"] = "found"
         return "found", found, info

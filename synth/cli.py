@@ -559,6 +559,10 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
                    "whole OCS planes), held for failover or another mode's circuits.")
 @click.option("--xconnect", "xconnect_dir", type=click.Path(file_okay=False, path_type=str),
               help="Also write per-switch cross-connect CSVs into this existing folder.")
+@click.option("--proof-log", "proof_log", type=click.Path(dir_okay=False, path_type=str),
+              help="Keep the verdicts of a long proof's cases in this file (JSON lines, appended as each settles; "
+                   "created when missing) and skip those an earlier run settled: a proof cut off by the time "
+                   "limit or Ctrl-C goes on where it stopped.")
 @click.option("--baselines", "with_baselines", is_flag=True, help="Also score the baselines, same bound.")
 @click.option("--context", "context_tokens", type=click.IntRange(1), help="Context length (instance only).")
 @set_option
@@ -566,14 +570,14 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
 @handles_errors
 def wire(source: str, output: str, solver: str, backend: str, objective: str, policy: str, time_limit: float,
          seed: int, max_moves: int | None, ports: int | None, bandwidth: float | None, radix: int | None, fixed: str | None,
-         spare: int, xconnect_dir: str | None, with_baselines: bool, context_tokens: int | None,
+         spare: int, xconnect_dir: str | None, proof_log: str | None, with_baselines: bool, context_tokens: int | None,
          sets: tuple[str, ...], as_json: bool) -> None:
     """Choose the OCS circuits for an INSTANCE (.toml), a raw traffic matrix (.npy/.csv) or a phases file
     (.toml with format = "ocs-synth/phases", as `ocs-synth traffic --phases` writes) and write the wiring
     file (with its solve block: status, objective, bound, gap). The wiring is verified before it is
     written."""
     from solvers import BASELINES, wire as run
-    from .formats import check_output_path, save_wiring, write_xconnect
+    from .formats import check_output_path, open_proof_log, save_wiring, write_xconnect
     from .model import SolveParams
     from .verify import wiring_violations
     check_output_path(output)
@@ -584,10 +588,13 @@ def wire(source: str, output: str, solver: str, backend: str, objective: str, po
     if max_moves is not None and max_moves < 1:
         raise InvalidInput(f"must be >= 1, got {max_moves}", field="--max-moves")
     problem = _wiring_problem(source, ports, bandwidth, radix, objective, policy, fixed, sets, context_tokens, spare)
+    if proof_log and os.path.abspath(proof_log) == os.path.abspath(output):
+        raise InvalidInput("is the output file; the log needs a file of its own", field="--proof-log", source=proof_log)
+    log = open_proof_log(proof_log) if proof_log else None
     started = (click.get_current_context().find_root().obj or {}).get("started", time.perf_counter())
     solve_s = time_limit - (time.perf_counter() - started) - min(WRAP_UP_S, START_S + WRAP_UP_SHARE * time_limit)
     params = SolveParams(time_limit_s=max(time_limit / 2, solve_s), seed=seed, backend=backend, max_moves=max_moves,
-                         progress=None if as_json else stamped(started))
+                         progress=None if as_json else stamped(started), proof_log=log)
     res = run(problem, solver, params)
     if res.artifact is None:     # proven INFEASIBLE under the direct policy: the policy asks too much
         raise InvalidInput(f"{res.solver} found no wiring ({res.status.value}: {res.message})",
@@ -622,6 +629,8 @@ def wire(source: str, output: str, solver: str, backend: str, objective: str, po
                f"{block.get('routing')}; bounds: " + ", ".join(f"{k} {v:.6g}" for k, v in block.get("bounds", {}).items()))
     for b, r in block.get("baselines", {}).items():
         click.echo(f"  baseline {b:<9} objective {r['objective']:.6g}  gap {100 * (r['gap'] or 0):.1f}%")
+    if log is not None:
+        click.echo(f"  proof log {proof_log}: {len(log)} verdicts, {log.added} from this run")
     click.echo(f"wrote {output}" + (f" and cross-connects in {xconnect_dir}" if xconnect_dir else ""))
 
 

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .errors import InvalidInput
-from .model import MAX_ACCELERATORS, Circuit, OCSLayout, TrafficMatrix, TrafficPhase, Wiring
+from .model import MAX_ACCELERATORS, Circuit, OCSLayout, ProofLog, TrafficMatrix, TrafficPhase, Wiring
 
 WIRING_FORMAT = "ocs-synth/wiring"
 WIRING_VERSION = 1
@@ -440,6 +440,69 @@ def load_wiring(path: str | os.PathLike) -> Wiring:
 
 def save_wiring(w: Wiring, path: str | os.PathLike) -> str:
     return atomic_write(path, json_dumps(wiring_to_dict(w)))
+
+
+# --------------------------------------------------------------------------------------------------
+# Proof logs
+# --------------------------------------------------------------------------------------------------
+PROOF_LOG_FORMAT = "ocs-synth/proof-log"
+
+
+def open_proof_log(path: str | os.PathLike) -> ProofLog:
+    """The proof log at `path` (JSON lines: a header {"format": "ocs-synth/proof-log", "version": 1}, then
+    one entry per line: {"problem", "case", "verdict", "T", "clock_s"}), created when missing or empty;
+    every entry added later is appended and flushed at once, so a run killed at any point keeps what it
+    settled. A torn last line (no newline: a kill mid-write) is cut off; nothing else is ever rewritten."""
+    source = check_output_path(path)
+    log = ProofLog()
+    data = read_bytes(source) if os.path.exists(source) else b""
+    whole = data[:data.rfind(b"\n") + 1]           # up to the last full line
+    header = (json.dumps({"format": PROOF_LOG_FORMAT, "version": 1}) + "\n").encode()
+    if data and not whole and not header.startswith(data):      # one line, and not a torn header: not ours
+        raise InvalidInput("not a proof log (no header line)", field="format", source=source)
+    if whole:
+        try:
+            lines = whole.decode("utf-8").split("\n")[:-1]
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(f"not UTF-8 text (byte {exc.start})", source=source) from None
+        for no, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                doc = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InvalidInput(f"malformed JSON: {exc.msg} at line {no}", source=source) from None
+            if no == 1:
+                if not isinstance(doc, dict) or doc.get("format") != PROOF_LOG_FORMAT or doc.get("version") != 1:
+                    raise InvalidInput(f'line 1 is not a proof log header ({{"format": "{PROOF_LOG_FORMAT}", '
+                                       '"version": 1})', field="format", source=source)
+                continue
+            where = f"line {no}"
+            if not isinstance(doc, dict):
+                raise InvalidInput("expected an object", field=where, source=source)
+            problem, case = _get(doc, "problem", str, source, where), _get(doc, "case", str, source, where)
+            verdict = _get(doc, "verdict", str, source, where)
+            if verdict not in ProofLog.VERDICTS:
+                raise InvalidInput(f"must be one of {', '.join(ProofLog.VERDICTS)}, got {verdict!r}",
+                                   field=f"{where}.verdict", source=source)
+            entry: dict = {"verdict": verdict}
+            for key in ("T", "clock_s"):
+                v = _get(doc, key, (int, float), source, where)
+                if not math.isfinite(v) or v < 0:
+                    raise InvalidInput(f"must be a number >= 0, got {v!r}", field=f"{where}.{key}", source=source)
+                entry[key] = float(v)
+            log.add(problem, case, entry)
+    if len(whole) < len(data):         # a torn last line: cut it off, the next entry starts a line of its own
+        os.truncate(source, len(whole))
+    if not whole:
+        with open(source, "wb") as fh:
+            fh.write(header)
+
+    def append(problem: str, case: str, entry: dict) -> None:
+        with open(source, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"problem": problem, "case": case, **entry}, separators=(",", ":")) + "\n")
+
+    return ProofLog(log.entries, sink=append)
 
 
 # --------------------------------------------------------------------------------------------------

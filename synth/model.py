@@ -509,6 +509,38 @@ class Limit(str, enum.Enum):
         return Limit.NONE if status == SolveStatus.OPTIMAL and self in (Limit.TIME, Limit.ITERATIONS) else self
 
 
+class ProofLog:
+    """Verdicts of a long proof's cases (solvers/rings.py's split), kept between runs: entries keyed by the
+    instance's fingerprint and the case, each {"verdict", "T", "clock_s"}; `sink` (when set) receives every
+    entry added, e.g. to append it to a file (`synth.formats.open_proof_log`). Thread-safe for one writer at
+    a time (the solver adds under its own lock)."""
+
+    VERDICTS = ("infeasible", "unsettled")
+
+    def __init__(self, entries: Mapping[tuple[str, str], dict] | None = None,
+                 sink: Callable[[str, str, dict], None] | None = None):
+        self.entries: dict[tuple[str, str], dict] = dict(entries or {})
+        self.sink = sink
+        self.added = 0
+
+    def get(self, problem: str, case: str) -> dict | None:
+        return self.entries.get((problem, case))
+
+    def add(self, problem: str, case: str, entry: dict) -> None:
+        """Keep the entry that proves most: an infeasible verdict at the highest T over any unsettled one."""
+        old = self.entries.get((problem, case))
+        if old is not None and old["verdict"] == "infeasible" and (
+                entry["verdict"] != "infeasible" or entry["T"] <= old["T"]):
+            return
+        self.entries[(problem, case)] = dict(entry)
+        self.added += 1
+        if self.sink is not None:
+            self.sink(problem, case, entry)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+
 @dataclass(frozen=True)
 class SolveParams:
     """What every solver accepts. `rel_gap` is the gap at which a solve counts as OPTIMAL."""
@@ -522,6 +554,8 @@ class SolveParams:
     seed: int = spec(0, ge=0)
     backend: str = spec("auto")
     progress: Callable[[str], None] | None = field(default=None, compare=False)
+    # verdicts of long proofs' cases kept between runs (`ocs-synth wire --proof-log`); None: not kept
+    proof_log: ProofLog | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         validate(self)

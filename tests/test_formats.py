@@ -6,9 +6,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from synth.errors import InvalidInput
-from synth.formats import (atomic_write, load_traffic, load_wiring, read_xconnect, save_traffic, save_wiring,
-                           wiring_from_dict, wiring_to_dict, xconnect_tables, write_xconnect)
-from synth.model import OCSLayout, TrafficMatrix, Wiring
+from synth.formats import (atomic_write, load_traffic, load_wiring, open_proof_log, read_xconnect, save_traffic,
+                           save_wiring, wiring_from_dict, wiring_to_dict, xconnect_tables, write_xconnect)
+from synth.model import OCSLayout, ProofLog, TrafficMatrix, Wiring
 
 from .conftest import write
 
@@ -180,3 +180,38 @@ def test_write_xconnect_files(tmp_path):
     paths = write_xconnect(w, str(tmp_path))
     assert [os.path.basename(p) for p in paths] == ["switch-000.csv", "switch-001.csv"]
     assert open(paths[0]).read().count("\n") == 3
+
+
+def test_proof_log_keeps_what_proves_most_and_survives_a_torn_line(tmp_path):
+    path = tmp_path / "proof.jsonl"
+    log = open_proof_log(path)
+    log.add("a", "c1", {"verdict": "unsettled", "T": 1.0, "clock_s": 60.0})
+    log.add("a", "c1", {"verdict": "infeasible", "T": 1.0, "clock_s": 240.0})
+    log.add("a", "c1", {"verdict": "infeasible", "T": 0.9, "clock_s": 1.0})    # proves less: not kept
+    log.add("a", "c1", {"verdict": "unsettled", "T": 2.0, "clock_s": 1.0})     # nor this
+    log.add("b", "c1", {"verdict": "infeasible", "T": 0.5, "clock_s": 1.0})
+    assert log.get("a", "c1") == {"verdict": "infeasible", "T": 1.0, "clock_s": 240.0} and len(log) == 2
+    with open(path, "a") as fh:                 # a run killed mid-write
+        fh.write('{"problem":"a","case":"c2","verd')
+    again = open_proof_log(path)
+    assert again.entries == log.entries
+    again.add("a", "c2", {"verdict": "infeasible", "T": 1.0, "clock_s": 2.0})
+    assert open_proof_log(path).get("a", "c2")["T"] == 1.0
+    assert ProofLog().get("a", "c1") is None
+
+
+@pytest.mark.parametrize("text, match", [
+    ('{"format": "ocs-synth/wiring", "version": 1}\n', "line 1 is not a proof log header"),
+    ('{"format": "ocs-synth/proof-log", "version": 1}\n{"problem": "a", "case": "c", "verdict": "maybe", '
+     '"T": 1, "clock_s": 1}\n', "line 2.verdict: must be one of"),
+    ('{"format": "ocs-synth/proof-log", "version": 1}\n{"problem": "a", "case": "c", "verdict": "infeasible", '
+     '"clock_s": 1}\n', "line 2.T: missing"),
+    ('{"format": "ocs-synth/proof-log", "version": 1}\n[1]\n', "line 2: expected an object"),
+    ('{"format": "ocs-synth/proof-log", "version": 1}\nnope\n', "malformed JSON: .* at line 2"),
+    ("a file of my own", "not a proof log"),
+])
+def test_bad_proof_logs_are_named_and_left_alone(tmp_path, text, match):
+    path = write(tmp_path, "proof.jsonl", text)
+    with pytest.raises(InvalidInput, match=match):
+        open_proof_log(path)
+    assert open(path).read() == text

@@ -583,3 +583,54 @@ def test_structures_hold_every_placing_up_to_swaps(patterns):
                     c[e] = c.get(e, 0) + 1
                 assert tuple(sorted(c.items())) in images
         assert len(found) <= len(images)
+
+
+def test_a_proof_log_carries_verdicts_to_the_next_run(monkeypatch, tmp_path):
+    """Four groups of two at the optimum less half the gap: a second run reads every verdict from the log
+    and probes nothing; above the optimum (a time a wiring reaches) the log's entries prove nothing, and
+    another instance's entries are never taken (the test can fail: a log read without its T or instance
+    would close those)."""
+    from solvers import rings
+    from synth.formats import open_proof_log
+    p, path = stages(4, 2, 3, 5e7), tmp_path / "proof.jsonl"
+    ug, T = uniform_groups(p), 0.00525 * (1 - 5e-7)
+    calls, real = [], rings.probe
+
+    def counted(*args):
+        calls.append(args[4])
+        return real(*args)
+    monkeypatch.setattr(rings, "probe", counted)
+    log = open_proof_log(path)
+    verdict, _, info = rings.ring_bound(p, ug, T, time.perf_counter() + 120, 2, log=log)
+    assert verdict == "closed" and len(log) == len(calls) == 12      # 9 pattern cases and 3 cycles
+    calls.clear()
+    verdict, _, info = rings.ring_bound(p, ug, T, time.perf_counter() + 120, 2, log=open_proof_log(path))
+    assert verdict == "closed" and not calls
+    assert info["rest by patterns"]["probes by level"]["patterns"] == {"from the log": 9}
+    verdict, _, _ = rings.ring_bound(p, ug, 0.00525 * (1 + 1e-6), time.perf_counter() + 120, 2,
+                                     log=open_proof_log(path))
+    assert verdict in ("found", "open") and calls
+    calls.clear()
+    q = stages(4, 2, 3, 4e7)                    # a smaller hand-off: the same cases, another instance
+    rings.ring_bound(q, uniform_groups(q), T, time.perf_counter() + 120, 2, log=open_proof_log(path))
+    assert calls
+
+
+def test_a_proof_log_splits_unsettled_cases_again_and_gives_placings_a_longer_clock(monkeypatch):
+    """Every probe unsettled: the next run with the log skips the short probes it already tried at T and
+    splits them straight away, and probes each placing with RETRY times its clock."""
+    from solvers import rings
+    from synth.model import ProofLog
+    p = stages(4, 2, 3, 5e7)
+    ug, T = uniform_groups(p), 0.00525 * (1 - 5e-7)
+    calls: list = []
+    monkeypatch.setattr(rings, "probe", lambda *a: (calls.append((a[4][0], len(a[4]), a[6])), ("unsettled", None))[1])
+    log = ProofLog()
+    assert rings.ring_bound(p, ug, T, time.perf_counter() + 10_000, 2, log=log)[0] == "open"
+    first = list(calls)
+    fixed = [c for c in first if c[0] == "fixed"]
+    assert fixed and {c[2] for c in fixed} == {rings.SPLIT_S["fixed"]}
+    assert all(e["verdict"] == "unsettled" for e in log.entries.values())
+    calls.clear()
+    assert rings.ring_bound(p, ug, T, time.perf_counter() + 10_000, 2, log=log)[0] == "open"
+    assert sorted(calls) == sorted((c[0], c[1], rings.RETRY * c[2]) for c in fixed)

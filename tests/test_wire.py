@@ -751,6 +751,16 @@ def test_cli_wire_bad_inputs(tmp_path):
     code, _, err = run("wire", m, "-o", str(tmp_path / "w.json"), "--ports", "2", "--port-bandwidth-gbps", "100",
                        "--fixed", bad_fixed)
     assert code == 2 and "fixed circuits are infeasible" in err
+    hw = ("--ports", "2", "--port-bandwidth-gbps", "100")
+    for log, needle in ((bad_fixed, "fixed.json: format: not a proof log"),
+                        (str(tmp_path / "w.json"), "--proof-log: is the output file")):
+        code, _, err = run("wire", m, "-o", str(tmp_path / "w.json"), *hw, "--proof-log", log)
+        assert code == 2 and needle in err and err.count("\n") == 1, err
+    assert json.loads(open(bad_fixed).read())["circuits"]
+    code, out, err = run("wire", m, "-o", str(tmp_path / "ok.json"), *hw, "--solver", "greedy",
+                         "--proof-log", str(tmp_path / "proof.jsonl"))
+    assert code == 0 and "proof log" in out and (tmp_path / "proof.jsonl").read_text().startswith('{"format"'), err
+    (tmp_path / "ok.json").unlink()
     code, _, err = run("wire", m, "-o", str(tmp_path / "no" / "w.json"), "--ports", "2", "--port-bandwidth-gbps", "1")
     assert code == 2 and "does not exist" in err
     assert not (tmp_path / "w.json").exists()
