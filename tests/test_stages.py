@@ -490,8 +490,9 @@ def test_the_rest_probes_net_rows_keep_a_wiring_with_more_circuits_across():
     assert verdict in ("found", "unsettled")
     node = {a: g * 3 + i for g, grp in enumerate(ug.groups) for i, a in enumerate(grp)}
     fixed = {tuple(sorted((node[a], node[b]))): 1 for a, b in ((0, 3), (1, 11), (2, 9), (4, 7), (5, 6), (8, 10))}
-    verdict, _ = probe(p, ug, blocks(p, ug), T, ("fixed", fixed), None, 60.0)
-    assert verdict in ("found", "unsettled")
+    for tables in (None, rho):      # with the tables: each stage's rho and net rows for its pattern (1, 1, 1)
+        verdict, _ = probe(p, ug, blocks(p, ug), T, ("fixed", fixed), tables, 60.0)
+        assert verdict in ("found", "unsettled")
     # one level down the split: its circuits between stages, then that case's structures, which hold it
     between = {(0, 1): 1, (0, 3): 2, (1, 2): 2, (2, 3): 1}
     assert between in group_graphs(((1, 1, 1),) * 4, {(0, 1), (1, 2), (2, 3), (0, 3)})
