@@ -80,7 +80,7 @@ RING_MAX_GROUPS = 5    # 2-regular graphs to enumerate: 3 on four groups, 12 Ham
 RHO_C = 8              # cross totals with their own rho; more: one model for all of them
 SLACK = 1e-7           # circuit units off every rho (they are MILP optima)
 MAX_PLACINGS = 20000   # a group-level case with more placings of its circuits on accelerators is not split
-SPLIT_S = {"patterns": 4.0, "groups": 4.0, "fixed": 60.0}   # each probe's clock at each level of the split
+SPLIT_S = {"patterns": 4.0, "groups": 4.0, "partial": 4.0, "fixed": 60.0}   # each probe's clock at each level
 RETRY = 4.0            # a placing a proof log has unsettled at T is probed again with this many times its clock
 
 
@@ -217,9 +217,32 @@ def probe(problem: WiringProblem, ug: UniformGroups, bl: dict, T: float, case, r
                 cross[key] = cross.get(key, 0) + 1
     elif case[0] == "fixed":
         cross = dict(case[1])
+    elif case[0] == "partial":         # ("partial", patterns, between, {(u, v): circuits}, pairs of groups fixed)
+        pats, done = case[1], {tuple(sorted(gh)) for gh in case[4]}
+        for g in range(k):
+            for h in range(g + 1, k):
+                for i in range(len(pats[g])):
+                    for j in range(len(pats[h])):
+                        u, v = node(g, i), node(h, j)
+                        if (g, h) in done:
+                            if case[3].get((u, v)):
+                                cross[(u, v)] = case[3][(u, v)]
+                        elif (g, h) in case[2]:
+                            cross[(u, v)] = H.addIntegral(lb=0, ub=min(pats[g][i], pats[h][j]))
     else:
         cross = {(u, v): H.addIntegral(lb=0, ub=P) for u in range(N) for v in range(u + 1, N) if u // n != v // n}
     xs = {v: sum(z for (a, b), z in cross.items() if v in (a, b)) for v in range(N)}
+    if case[0] == "partial":
+        for g in range(k):
+            for i, x in enumerate(case[1][g]):
+                e = xs[node(g, i)]
+                if not isinstance(e, (int, float)):
+                    H.addConstr(e == x)
+                elif e != x:            # its fixed circuits alone break the pattern
+                    return "infeasible", None
+        for (g, h), c in case[2].items():
+            if (g, h) not in done:
+                H.addConstr(sum(z for (u, v), z in cross.items() if (u // n, v // n) == (g, h)) == c)
     for g in range(k):
         for i in range(n):
             H.addConstr(sum(Y(g, i, j) for j in range(n) if j != i) + xs[node(g, i)] <= P)
@@ -227,12 +250,15 @@ def probe(problem: WiringProblem, ug: UniformGroups, bl: dict, T: float, case, r
     # positions 0 and 1 hold the circuits across, that sorts positions >= 2 by their circuits to 0 and 1
     for g in range(k):
         # fixed circuits across: only the accelerators without any are interchangeable
-        lab = [(-1 - i if xs[node(g, i)] else 0) if case[0] == "fixed" else xs[node(g, i)] for i in range(n)]
+        lab = [(-1 - i if xs[node(g, i)] else 0) if case[0] == "fixed" else
+               (-1 - i if i < len(case[1][g]) else 0) if case[0] == "partial" else xs[node(g, i)] for i in range(n)]
         lex_rows(H, P, lab, [Y(g, 0, v) if v else 0 for v in range(n)],
                  [Y(g, 1, v) if v > 1 else 0 for v in range(n)], fixed=case[0] != "rest")
     rho_terms, net_terms = ({}, {}) if case[0] != "rest" else _rest_rows(H, ug, xs, rho, node, case[1:2])
     if case[0] != "rest" and rho is not None and all("patterns" in r for r in rho.values()):
-        rho_terms, net_terms = _known_pattern_terms(ug, xs, rho, node)
+        known = case[1] if case[0] == "partial" else [
+            tuple(sorted((xs[node(g, i)] for i in range(n) if xs[node(g, i)]), reverse=True)) for g in range(k)]
+        rho_terms, net_terms = _known_pattern_terms(ug, known, rho)
     if case[0] == "rest" and len(case) > 2:           # circuits between each pair of groups fixed too
         for (g, h), c in case[2].items():
             H.addConstr(sum(z for (u, v), z in cross.items() if {u // n, v // n} == {g, h}) == c)
@@ -599,6 +625,30 @@ def structures(patterns: tuple, between: dict[tuple[int, int], int], n: int,
     return out
 
 
+def partials(patterns: tuple, between: dict[tuple[int, int], int], placed: list[dict], n: int
+             ) -> list[tuple[tuple, list[dict]]] | None:
+    """The placings of one group-level case (`structures`) by where one group's circuits across sit (the
+    group whose circuits take the fewest different placings, at least two): [(("partial", patterns,
+    between, {(u, v): circuits}, that group's pairs of groups), the placings with those circuits)], or None
+    when no group's circuits split them. A partial case refuted refutes all its placings: llama405b-tp8pp4-32's
+    ((2,2), (2,2,1,1), (2,2,1,1), (2,2)) with {(0,1): 2, (0,2): 1, (0,3): 1, (1,2): 3, (1,3): 1, (2,3): 2}:
+    1,225 placings, 22 partial cases by group 0's circuits, the first 12 (753 placings) infeasible in 0.5-1.2 s
+    each."""
+    best = None
+    for g in range(len(patterns)):
+        pairs = tuple(sorted(gh for gh in between if g in gh))
+        by: dict[tuple, list[dict]] = {}
+        for s in placed:
+            by.setdefault(tuple(sorted((uv, c) for uv, c in s.items() if (uv[0] // n, uv[1] // n) in pairs)),
+                          []).append(s)
+        if len(by) >= 2 and (best is None or len(by) < len(best[1])):
+            best = (pairs, by)
+    if best is None:
+        return None
+    pairs, by = best
+    return [(("partial", patterns, between, dict(key), pairs), held) for key, held in by.items()]
+
+
 def _pattern_rows(H, ug: UniformGroups, xs: dict, rho: dict, node, only=None) -> tuple[dict, dict]:
     """The rest probe's rows when the net test leaves each group a few cross patterns (`pattern_bounds`):
     one of them per group (its accelerators' cross degrees are the pattern's, largest first), not every
@@ -626,14 +676,13 @@ def _pattern_rows(H, ug: UniformGroups, xs: dict, rho: dict, node, only=None) ->
     return rho_terms, net_terms
 
 
-def _known_pattern_terms(ug: UniformGroups, xs: dict, rho: dict, node) -> tuple[dict, dict]:
-    """A placing's or cycle's rho and net terms (each group's pattern is known: constant terms, coefficient
-    times 1), as `_pattern_rows` gives the rest probe; a pattern without a table entry gets none."""
+def _known_pattern_terms(ug: UniformGroups, patterns, rho: dict) -> tuple[dict, dict]:
+    """The rho and net terms of groups whose patterns are known (a placing's, a cycle's: constant terms,
+    coefficient times 1), as `_pattern_rows` gives the rest probe; a pattern without a table entry gets none."""
     k, n, P = len(ug.groups), ug.n, ug.ports
     rho_terms: dict[int, list] = {}
     net_terms: dict[int, list] = {}
-    for g in range(k):
-        x = tuple(sorted((xs[node(g, i)] for i in range(n) if xs[node(g, i)]), reverse=True))
+    for g, x in enumerate(patterns):
         v = rho[(ug.out_b[g], ug.in_b[g])]["patterns"].get(x)
         rho_terms[g] = [(v["rho"] - SLACK, 1.0)] if v is not None and SLACK < v["rho"] < math.inf else []
         net_terms[g] = _net_terms([(v["net"], 1.0)], n * P) if v is not None else []
@@ -654,6 +703,9 @@ def case_key(case) -> str:
     kind, parts = case[0], []
     if kind == "fixed":
         parts = [sorted([u, v, c] for (u, v), c in case[1].items())]
+    elif kind == "partial":
+        parts = [[list(x) for x in case[1]], sorted([g, h, c] for (g, h), c in case[2].items()),
+                 sorted([u, v, c] for (u, v), c in case[3].items()), sorted(list(gh) for gh in case[4])]
     elif kind == "factor":
         parts = [[list(c) for c in case[1]]]
     elif len(case) > 1:
@@ -710,7 +762,7 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
             with lock:
                 levels[level]["from the log"] += 1
             return "infeasible", None
-        if again and level in ("patterns", "groups") and prior["clock_s"] >= clock:
+        if again and level != "fixed" and prior["clock_s"] >= clock:
             with lock:
                 levels[level]["from the log"] += 1
             return "unsettled", None
@@ -739,9 +791,10 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
             verdict, circuits = ask(case, "whole", left, threads if case[0] == "rest" else 1)
         return case, verdict, circuits, time.perf_counter() - t1
 
-    def settle(case, level: str):
+    def settle(case, level: str, members: list | None = None):
         """One case of the split: a short probe, and when that leaves it unsettled, its cases one level down
-        (patterns -> circuits between groups -> circuits on accelerators), depth first; "found" ends it."""
+        (patterns -> circuits between groups -> one group's circuits on accelerators -> all circuits on
+        accelerators: `members`, the placings a partial case holds), depth first; "found" ends it."""
         left = deadline - time.perf_counter()
         if left < 1.0:
             return "open", None
@@ -749,15 +802,19 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
         if verdict != "unsettled" or level == "fixed":
             return verdict, circuits
         if level == "patterns":
-            lower, kids = "groups", [("rest", case[1], b) for b in group_graphs(case[1], demand_pairs)]
-        else:
+            kids = [(("rest", case[1], b), "groups", None) for b in group_graphs(case[1], demand_pairs)]
+        elif level == "groups":
             placed = structures(case[1], case[2], ug.n)
             if placed is None:
                 return verdict, None
-            lower, kids = "fixed", [("fixed", s) for s in placed]
+            parts = partials(case[1], case[2], placed, ug.n)
+            kids = ([(("fixed", s), "fixed", None) for s in placed] if parts is None else
+                    [(part, "partial", held) for part, held in parts])
+        else:
+            kids = [(("fixed", s), "fixed", None) for s in members]
         worst = "infeasible"
-        for kid in kids:
-            v, circuits = settle(kid, lower)
+        for kid, lower, held in kids:
+            v, circuits = settle(kid, lower, held)
             if v == "found":
                 return v, circuits
             if v != "infeasible":

@@ -466,8 +466,8 @@ def test_the_rest_probes_net_rows_keep_a_wiring_with_more_circuits_across():
     across (the search's wiring, 0.0104167 s). At its own time the net test's tables leave a few patterns,
     (1, 1, 1) among them, and the rest probe with its pattern and net rows must not be infeasible (the test
     can fail: a net row that claimed half a unit too much cut the wiring in hand)."""
-    from solvers.rings import (blocks, case_orbits, group_graphs, group_symmetries, pattern_bounds, pattern_cases,
-                               probe, structures)
+    from solvers.rings import (blocks, case_orbits, group_graphs, group_symmetries, partials, pattern_bounds,
+                               pattern_cases, probe, structures)
     from synth.realize import realize
     p = stages(4, 3, 3, 5e7)
     ug = uniform_groups(p)
@@ -499,8 +499,15 @@ def test_the_rest_probes_net_rows_keep_a_wiring_with_more_circuits_across():
     verdict, _ = probe(p, ug, blocks(p, ug), T, ("rest", ((1, 1, 1),) * 4, between), rho, 60.0, threads=2)
     assert verdict in ("found", "unsettled")
     perms = list(itertools.product(list(itertools.permutations(range(3))), repeat=4))
-    assert any(_swapped(s, ((1, 1, 1),) * 4, 3, perm) == fixed
-               for s in structures(((1, 1, 1),) * 4, between, 3) for perm in perms)
+    placed = structures(((1, 1, 1),) * 4, between, 3)
+    assert any(_swapped(s, ((1, 1, 1),) * 4, 3, perm) == fixed for s in placed for perm in perms)
+    # and the partial cases that hold it (one stage's circuits placed, the others' free)
+    assert partials(((1, 1, 1),) * 4, between, placed, 3) is None          # one placing: nothing to split
+    for g in range(4):
+        pairs = tuple(gh for gh in between if g in gh)
+        mine = {uv: c for uv, c in fixed.items() if (uv[0] // 3, uv[1] // 3) in pairs}
+        verdict, _ = probe(p, ug, blocks(p, ug), T, ("partial", ((1, 1, 1),) * 4, between, mine, pairs), rho, 60.0)
+        assert verdict in ("found", "unsettled")
 
 
 def test_group_symmetries_are_the_relabellings_the_instance_keeps():
@@ -559,7 +566,7 @@ def _swapped(circuits, patterns, n, perm):
 def test_structures_hold_every_placing_up_to_swaps(patterns):
     # brute force: every multigraph across with these degrees and circuits between groups is some returned
     # structure with equal-degree accelerators swapped (the test can fail: a placing the split never probes)
-    from solvers.rings import group_graphs, structures
+    from solvers.rings import group_graphs, partials, structures
     n, k = 4, len(patterns)
     nodes = [g * n + i for g in range(k) for i in range(len(patterns[g]))]
     deg = {g * n + i: patterns[g][i] for g in range(k) for i in range(len(patterns[g]))}
@@ -584,6 +591,14 @@ def test_structures_hold_every_placing_up_to_swaps(patterns):
                     c[e] = c.get(e, 0) + 1
                 assert tuple(sorted(c.items())) in images
         assert len(found) <= len(images)
+        parts = partials(patterns, between, found, n)      # split by one group's circuits: every placing once
+        if parts is not None:
+            assert len(parts) >= 2
+            assert sorted(map(repr, found)) == sorted(repr(s) for _, held in parts for s in held)
+            for part, held in parts:
+                assert all(part[0] == "partial" and (uv[0] // n, uv[1] // n) in part[4] for uv in part[3])
+                assert all({uv: c for uv, c in s.items() if (uv[0] // n, uv[1] // n) in part[4]} == part[3]
+                           for s in held)
 
 
 def test_a_proof_log_carries_verdicts_to_the_next_run(monkeypatch, tmp_path):
