@@ -821,6 +821,9 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
                 worst = v
             if v == "open":
                 break
+        if worst == "infeasible" and log is not None:      # settled by its cases: the next run needs none
+            with lock:
+                log.add(fp, case_key(case), {"verdict": "infeasible", "T": T, "clock_s": SPLIT_S[level]})
         return worst, None
 
     found = None

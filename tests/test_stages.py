@@ -650,3 +650,25 @@ def test_a_proof_log_splits_unsettled_cases_again_and_gives_placings_a_longer_cl
     calls.clear()
     assert rings.ring_bound(p, ug, T, time.perf_counter() + 10_000, 2, log=log)[0] == "open"
     assert sorted(calls) == sorted((c[0], c[1], rings.RETRY * c[2]) for c in fixed)
+
+
+def test_a_case_its_cases_refute_goes_to_the_proof_log_as_infeasible(monkeypatch):
+    """Each pattern case unsettled by its own probe and refuted by its cases: the log holds it as infeasible,
+    so the next run asks no probe at all."""
+    from solvers import rings
+    from synth.model import ProofLog
+    p = stages(4, 2, 3, 5e7)
+    ug, T = uniform_groups(p), 0.00525 * (1 - 5e-7)
+    calls: list = []
+
+    def fake(*a):
+        calls.append(a[4])
+        return ("unsettled" if a[4][0] == "rest" and len(a[4]) == 2 else "infeasible"), None
+    monkeypatch.setattr(rings, "probe", fake)
+    log = ProofLog()
+    assert rings.ring_bound(p, ug, T, time.perf_counter() + 600, 2, log=log)[0] == "closed"
+    patterns = [c for c in calls if c[0] == "rest" and len(c) == 2]
+    assert patterns and len(calls) > len(patterns)
+    assert all(log.get(rings.fingerprint(p, ug), rings.case_key(c))["verdict"] == "infeasible" for c in patterns)
+    calls.clear()
+    assert rings.ring_bound(p, ug, T, time.perf_counter() + 600, 2, log=log)[0] == "closed" and not calls
