@@ -44,9 +44,12 @@ circuits between each pair of groups (`group_graphs`: every multigraph on the gr
 joins every pair with bytes between them; each a probe with those totals fixed), and one of those left
 unsettled by where its circuits sit on the accelerators (`structures`: each group's accelerators across in
 decreasing degree order, every placing up to swapping accelerators of equal degree; each a ("fixed", ...)
-probe, llama405b-tp8pp4-32's in about 0.5 s). Fixing the structure settles what the free circuits across do
-not: llama405b-tp8pp4-32's ((2,2), (2,1,1), (2,1,1), (2,2)) is unsettled after 900 s as one probe; its 12
-group-level cases: 8 infeasible in 1-50 s, the rest's placings (16 and 100 tried) each infeasible in < 1 s.
+probe, llama405b-tp8pp4-32's in about 0.5 s), first grouped by where one group's circuits sit
+(`partials`: each group of placings one ("partial", ...) probe with the other groups' circuits free,
+0.5-1.2 s; refuted, it refutes every placing it holds). Fixing the structure settles what the free circuits
+across do not: llama405b-tp8pp4-32's ((2,2), (2,1,1), (2,1,1), (2,2)) is unsettled after 900 s as one
+probe; its 12 group-level cases: 8 infeasible in 1-50 s, the rest's placings (16 and 100 tried) each
+infeasible in < 1 s.
 Across runs (`ring_bound`'s `log`, `ocs-synth wire --proof-log`): a verdict is a fact about the instance
 at T, so a case infeasible at T stays infeasible below it (a wiring that reaches a time reaches every time
 above it); the log keys each case by a hash of what the probes read (`fingerprint`) and `case_key`.
