@@ -540,8 +540,9 @@ def group_graphs(patterns: tuple, pairs: set[tuple[int, int]]) -> list[dict[tupl
     return out
 
 
-def structures(patterns: tuple, between: dict[tuple[int, int], int], n: int,
-               most: int = MAX_PLACINGS) -> list[dict[tuple[int, int], int]] | None:
+def structures(patterns: tuple, between: dict[tuple[int, int], int], n: int, most: int = MAX_PLACINGS,
+               only: int | None = None, fixed: dict[tuple[int, int], int] | None = None
+               ) -> list[dict[tuple[int, int], int]] | None:
     """The circuits across of one group-level case (`group_graphs`) placed on accelerators: group g's
     accelerator i (model node g n + i) holds patterns[g][i] circuits across, every such multigraph up to
     swapping accelerators of equal degree inside a group (so each is one ("fixed", ...) probe). The search
@@ -549,12 +550,24 @@ def structures(patterns: tuple, between: dict[tuple[int, int], int], n: int,
     are interchangeable at that point), then keys each placing by `canon`. None when it meets more than
     `most` placings (too many probes to split into). llama405b-tp8pp4-32's ((2,2), (2,2,1,1), (2,2,1,1),
     (2,2)): 14 group-level cases, 5,975 placings in 2.7 s (without the first-of-a-class rule: 6 of the 14
-    over 20,000, minutes)."""
+    over 20,000, minutes). With `only`: the placings of group `only`'s circuits alone (the other groups'
+    accelerators take what they can); with `fixed` ({(u, v): circuits}, model nodes): every placing that
+    holds those circuits (a partial case's, `partials`)."""
     k = len(patterns)
     nodes = [(g, i) for g in range(k) for i in range(len(patterns[g]))]
     deg = [patterns[g][i] for g, i in nodes]
     full = list(deg)
     left_pair = dict(between)
+    start_edges = []
+    for (u, v), c in (fixed or {}).items():
+        a, b = divmod(u, n), divmod(v, n)
+        for _ in range(c):
+            start_edges.append((a, b))
+            deg[nodes.index(a)] -= 1
+            deg[nodes.index(b)] -= 1
+            left_pair[(a[0], b[0])] -= 1
+    if min(deg, default=0) < 0 or min(left_pair.values(), default=0) < 0:
+        return []
     swaps = []                               # per group, the permutations of its equal-degree positions
     for x in patterns:
         runs = [[i for i in range(len(x)) if x[i] == v] for v in dict.fromkeys(x)]
@@ -588,7 +601,7 @@ def structures(patterns: tuple, between: dict[tuple[int, int], int], n: int,
     placed = [0]
 
     def rec(edges: list, start: int) -> None:
-        u = next((j for j in range(len(nodes)) if deg[j]), None)
+        u = next((j for j in range(len(nodes)) if deg[j] and (only is None or nodes[j][0] == only)), None)
         if u is None:
             placed[0] += 1
             if placed[0] > most:
@@ -603,9 +616,11 @@ def structures(patterns: tuple, between: dict[tuple[int, int], int], n: int,
                 out.append(circuits)
             return
         fresh: set = set()       # untouched accelerators of one degree in one group are interchangeable here:
-        for v in range(max(start, u + 1), len(nodes)):      # try the first of each such class only
+        lo = start if only is not None else max(start, u + 1)      # (one group's alone: partners anywhere)
+        for v in range(lo, len(nodes)):                  # try the first of each such class only
             g, h = nodes[u][0], nodes[v][0]
-            if g == h or not deg[v] or not left_pair.get((g, h), 0):
+            gh = (min(g, h), max(g, h))
+            if g == h or not deg[v] or not left_pair.get(gh, 0):
                 continue
             if deg[v] == full[v]:
                 if (h, full[v]) in fresh:
@@ -613,33 +628,39 @@ def structures(patterns: tuple, between: dict[tuple[int, int], int], n: int,
                 fresh.add((h, full[v]))
             deg[u] -= 1
             deg[v] -= 1
-            left_pair[(g, h)] -= 1
-            edges.append((nodes[u], nodes[v]))
+            left_pair[gh] -= 1
+            edges.append((nodes[u], nodes[v]) if g < h else (nodes[v], nodes[u]))
             rec(edges, v if deg[u] else 0)
             edges.pop()
             deg[u] += 1
             deg[v] += 1
-            left_pair[(g, h)] += 1
+            left_pair[gh] += 1
 
     try:
-        rec([], 0)
+        rec(list(start_edges), 0)
     except OverflowError:
         return None
     return out
 
 
-def partials(patterns: tuple, between: dict[tuple[int, int], int], placed: list[dict], n: int
-             ) -> list[tuple[tuple, list[dict]]] | None:
+def partials(patterns: tuple, between: dict[tuple[int, int], int], placed: list[dict] | None, n: int
+             ) -> list[tuple[tuple, list[dict] | None]] | None:
     """The placings of one group-level case (`structures`) by where one group's circuits across sit (the
     group whose circuits take the fewest different placings, at least two): [(("partial", patterns,
     between, {(u, v): circuits}, that group's pairs of groups), the placings with those circuits)], or None
     when no group's circuits split them. A partial case refuted refutes all its placings: llama405b-tp8pp4-32's
     ((2,2), (2,2,1,1), (2,2,1,1), (2,2)) with {(0,1): 2, (0,2): 1, (0,3): 1, (1,2): 3, (1,3): 1, (2,3): 2}:
     1,225 placings, 22 partial cases by group 0's circuits, the first 12 (753 placings) infeasible in 0.5-1.2 s
-    each."""
+    each. With `placed` None (too many placings to list): the placings of each group's circuits alone
+    (`structures(..., only=g)`), each partial case's own placings (None) listed when it is split."""
     best = None
     for g in range(len(patterns)):
         pairs = tuple(sorted(gh for gh in between if g in gh))
+        if placed is None:
+            mine = structures(patterns, between, n, only=g)
+            if mine is not None and len(mine) >= 2 and (best is None or len(mine) < len(best[1])):
+                best = (pairs, {tuple(sorted(m.items())): None for m in mine})
+            continue
         by: dict[tuple, list[dict]] = {}
         for s in placed:
             by.setdefault(tuple(sorted((uv, c) for uv, c in s.items() if (uv[0] // n, uv[1] // n) in pairs)),
@@ -807,13 +828,16 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
         if level == "patterns":
             kids = [(("rest", case[1], b), "groups", None) for b in group_graphs(case[1], demand_pairs)]
         elif level == "groups":
-            placed = structures(case[1], case[2], ug.n)
-            if placed is None:
-                return verdict, None
+            placed = structures(case[1], case[2], ug.n, MAX_PLACINGS)
             parts = partials(case[1], case[2], placed, ug.n)
+            if parts is None and placed is None:
+                return verdict, None
             kids = ([(("fixed", s), "fixed", None) for s in placed] if parts is None else
                     [(part, "partial", held) for part, held in parts])
         else:
+            members = structures(case[1], case[2], ug.n, fixed=case[3]) if members is None else members
+            if members is None:
+                return verdict, None
             kids = [(("fixed", s), "fixed", None) for s in members]
         worst = "infeasible"
         for kid, lower, held in kids:

@@ -591,6 +591,12 @@ def test_structures_hold_every_placing_up_to_swaps(patterns):
                     c[e] = c.get(e, 0) + 1
                 assert tuple(sorted(c.items())) in images
         assert len(found) <= len(images)
+        for g in range(k):          # one group's circuits first, then each such partial placing's completions
+            mine = structures(patterns, between, n, only=g)
+            assert all((uv[0] // n == g) != (uv[1] // n == g) for m in mine for uv in m)
+            lazy = [s for m in mine for s in structures(patterns, between, n, fixed=m)]
+            assert {tuple(sorted(_swapped(s, patterns, n, p).items())) for s in lazy
+                    for p in itertools.product(*perms)} == images
         parts = partials(patterns, between, found, n)      # split by one group's circuits: every placing once
         if parts is not None:
             assert len(parts) >= 2
@@ -672,3 +678,33 @@ def test_a_case_its_cases_refute_goes_to_the_proof_log_as_infeasible(monkeypatch
     assert all(log.get(rings.fingerprint(p, ug), rings.case_key(c))["verdict"] == "infeasible" for c in patterns)
     calls.clear()
     assert rings.ring_bound(p, ug, T, time.perf_counter() + 600, 2, log=log)[0] == "closed" and not calls
+
+
+def test_a_case_with_too_many_placings_to_list_is_split_by_one_groups_circuits_first(monkeypatch):
+    """No placing list (MAX_PLACINGS 0): each group-level case goes by one group's placings, each partial
+    case's placings listed when it is split; the placings probed are those of the listed split, up to
+    swaps (the test can fail: a placing the lazy split never reaches)."""
+    from solvers import rings
+    p = stages(4, 2, 3, 5e7)
+    ug, T = uniform_groups(p), 0.00525 * (1 - 5e-7)
+
+    def run():
+        calls: list = []
+
+        def fake(*a):
+            calls.append(a[4])
+            return ("infeasible" if a[4][0] in ("fixed", "factor") else "unsettled"), None
+        monkeypatch.setattr(rings, "probe", fake)
+        assert rings.ring_bound(p, ug, T, time.perf_counter() + 600, 1)[0] == "closed"
+        return calls
+
+    listed = run()
+    monkeypatch.setattr(rings, "MAX_PLACINGS", 0)
+    lazy = run()
+    assert any(c[0] == "partial" and all(s is not None for s in c[3]) for c in lazy)
+
+    def images(calls):          # each placing probed, up to relabelling inside the groups
+        every = list(itertools.product(list(itertools.permutations(range(2))), repeat=4))
+        return {min(tuple(sorted(_swapped(c[1], None, 2, q).items())) for q in every)
+                for c in calls if c[0] == "fixed"}
+    assert images(lazy) == images(listed) and images(listed)
