@@ -455,17 +455,13 @@ def open_proof_log(path: str | os.PathLike) -> ProofLog:
     settled. A torn last line (no newline: a kill mid-write) is cut off; nothing else is ever rewritten."""
     source = check_output_path(path)
     log = ProofLog()
-    data = read_bytes(source) if os.path.exists(source) else b""
-    whole = data[:data.rfind(b"\n") + 1]           # up to the last full line
-    header = (json.dumps({"format": PROOF_LOG_FORMAT, "version": 1}) + "\n").encode()
+    data = read_text(source) if os.path.exists(source) else ""
+    whole = data[:data.rfind("\n") + 1]            # up to the last full line
+    header = json.dumps({"format": PROOF_LOG_FORMAT, "version": 1}) + "\n"
     if data and not whole and not header.startswith(data):      # one line, and not a torn header: not ours
         raise InvalidInput("not a proof log (no header line)", field="format", source=source)
     if whole:
-        try:
-            lines = whole.decode("utf-8").split("\n")[:-1]
-        except UnicodeDecodeError as exc:
-            raise InvalidInput(f"not UTF-8 text (byte {exc.start})", source=source) from None
-        for no, line in enumerate(lines, 1):
+        for no, line in enumerate(whole.split("\n")[:-1], 1):
             if not line.strip():
                 continue
             try:
@@ -493,9 +489,9 @@ def open_proof_log(path: str | os.PathLike) -> ProofLog:
                 entry[key] = float(v)
             log.add(problem, case, entry)
     if len(whole) < len(data):         # a torn last line: cut it off, the next entry starts a line of its own
-        os.truncate(source, len(whole))
+        os.truncate(source, len(whole.encode("utf-8")))
     if not whole:
-        with open(source, "wb") as fh:
+        with open(source, "w", encoding="utf-8") as fh:
             fh.write(header)
 
     def append(problem: str, case: str, entry: dict) -> None:
