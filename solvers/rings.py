@@ -46,7 +46,10 @@ unsettled by where its circuits sit on the accelerators (`structures`: each grou
 decreasing degree order, every placing up to swapping accelerators of equal degree; each a ("fixed", ...)
 probe, llama405b-tp8pp4-32's in about 0.5 s), first grouped by where one group's circuits sit
 (`partials`: each group of placings one ("partial", ...) probe with the other groups' circuits free,
-0.5-1.2 s; refuted, it refutes every placing it holds). Fixing the structure settles what the free circuits
+0.5-1.2 s; refuted, it refutes every placing it holds). Below a group-level case its partial cases and
+placings first meet its `Screen`: one LP for all of them, each a change of bounds on the circuits across,
+warm-started, with Farkas certificates kept from earlier solves refuting later cases without a solve.
+Fixing the structure settles what the free circuits
 across do not: llama405b-tp8pp4-32's ((2,2), (2,1,1), (2,1,1), (2,2)) is unsettled after 900 s as one
 probe; its 12 group-level cases: 8 infeasible in 1-50 s, the rest's placings (16 and 100 tried) each
 infeasible in < 1 s.
@@ -86,6 +89,7 @@ RHO_C = 8              # cross totals with their own rho; more: one model for al
 SLACK = 1e-7           # circuit units off every rho (they are MILP optima)
 MAX_PLACINGS = 20000   # a group-level case with more placings of its circuits on accelerators is not split
 SPLIT_S = {"patterns": 4.0, "groups": 4.0, "partial": 4.0, "fixed": 60.0}   # each probe's clock at each level
+SCREEN_S = 10.0        # the most a `Screen` LP gets before its case goes to its probe
 RETRY = 4.0            # a placing a proof log has unsettled at T is probed again with this many times its clock
 
 
@@ -201,6 +205,40 @@ def probe(problem: WiringProblem, ug: UniformGroups, bl: dict, T: float, case, r
     ("found", {(u, v): circuits}) or ("unsettled", None)."""
     import highspy
 
+    built = _model(problem, ug, bl, T, case, rho, time_limit_s, threads)
+    if built is None:                   # its fixed circuits alone break the pattern
+        return "infeasible", None
+    H, y, cross = built
+    live = Live() if live is None else live
+    live.add(H)
+    try:
+        H.run()
+    finally:
+        live.discard(H)
+    status = H.getModelStatus()
+    if status == highspy.HighsModelStatus.kInfeasible:
+        return "infeasible", None
+    if status == highspy.HighsModelStatus.kOptimal:
+        sol = H.getSolution().col_value
+        n = ug.n
+        acc = [a for grp in ug.groups for a in grp]      # the model's node g n + i is group g's i-th accelerator
+        circuits: dict[tuple[int, int], int] = {}
+        pairs = [((g * n + i, g * n + j), var) for (g, i, j), var in y.items()] + list(cross.items())
+        for (u, v), var in pairs:
+            c = var if isinstance(var, int) else int(round(sol[var.index]))
+            if c:
+                a, b = acc[u], acc[v]
+                circuits[(min(a, b), max(a, b))] = c
+        return "found", circuits
+    return "unsettled", None
+
+
+def _model(problem: WiringProblem, ug: UniformGroups, bl: dict, T: float, case, rho: dict | None,
+           time_limit_s: float, threads: int = 1):
+    """`probe`'s model of `case`, not run: (H, {(g, i, j): circuits inside group g}, {(u, v): circuits
+    across, a variable or a constant}), or None when the case's fixed circuits alone break its pattern."""
+    import highspy
+
     from .highs import threads as fit
     k, n, P = len(ug.groups), ug.n, ug.ports
     N = k * n
@@ -244,7 +282,7 @@ def probe(problem: WiringProblem, ug: UniformGroups, bl: dict, T: float, case, r
                 if not isinstance(e, (int, float)):
                     H.addConstr(e == x)
                 elif e != x:            # its fixed circuits alone break the pattern
-                    return "infeasible", None
+                    return None
         for (g, h), c in case[2].items():
             if (g, h) not in done:
                 H.addConstr(sum(z for (u, v), z in cross.items() if (u // n, v // n) == (g, h)) == c)
@@ -293,7 +331,7 @@ def probe(problem: WiringProblem, ug: UniformGroups, bl: dict, T: float, case, r
         out_total[g] = sum(a for a, _ in sent.values())
         for s in range(n):
             src = node(g, s)
-            f = [H.addVariable(lb=0) for _ in arcs]
+            f = [H.addVariable(lb=0, ub=P) for _ in arcs]     # (a flow fits its arc: < P circuits)
             for e in range(len(arcs)):
                 load[e].append(f[e])
             own_out[g] += [f[e] for e in leaving[g]]
@@ -313,7 +351,7 @@ def probe(problem: WiringProblem, ug: UniformGroups, bl: dict, T: float, case, r
             for j in range(n):
                 if j == s:
                     continue
-                o = H.addVariable(lb=0)
+                o = H.addVariable(lb=0, ub=d)       # (more than d is never needed: Screen's finite box)
                 H.addConstr(o + Y(g, s, j) >= d)
                 if d - k_ > 1e-6:
                     H.addConstr(o + (d - k_) * Y(g, s, j) >= (d - k_) * (k_ + 1))
@@ -333,27 +371,131 @@ def probe(problem: WiringProblem, ug: UniformGroups, bl: dict, T: float, case, r
     for (u, v), z in cross.items():
         for a in ((u, v), (v, u)):
             H.addConstr(sum(load[ka[a]]) - z <= 0)
-    live = Live() if live is None else live
-    live.add(H)
-    try:
-        H.run()
-    finally:
-        live.discard(H)
-    status = H.getModelStatus()
-    if status == highspy.HighsModelStatus.kInfeasible:
-        return "infeasible", None
-    if status == highspy.HighsModelStatus.kOptimal:
-        sol = H.getSolution().col_value
-        acc = [a for grp in ug.groups for a in grp]      # the model's node g n + i is group g's i-th accelerator
-        circuits: dict[tuple[int, int], int] = {}
-        pairs = [((node(g, i), node(g, j)), var) for (g, i, j), var in y.items()] + list(cross.items())
-        for (u, v), var in pairs:
-            c = var if isinstance(var, int) else int(round(sol[var.index]))
-            if c:
-                a, b = acc[u], acc[v]
-                circuits[(min(a, b), max(a, b))] = c
-        return "found", circuits
-    return "unsettled", None
+    return H, y, cross
+
+
+class Screen:
+    """One group-level case's placings and partial cases (`structures`, `partials`) as bound changes on one
+    LP: the case's ("partial", patterns, between, {}, ()) model with every variable continuous (a
+    relaxation of each one's probe, whose circuits across it fixes by their bounds), solved by warm-started
+    dual simplex, presolve off. Its infeasibility refutes the case; so does a Farkas certificate kept from
+    an earlier solve (`_certifies`), without solving. llama405b-tp8pp4-32: 14 of one group-level case's 17
+    placings refuted by three earlier solves' certificates; 1.3 s for all 17 (their probes: about 12 s).
+    A case it does not refute (its LP feasible, or not solved in `clock` s) goes to its probe."""
+
+    def __init__(self, problem: WiringProblem, ug: UniformGroups, bl: dict, T: float, patterns: tuple,
+                 between: dict, rho: dict | None, live: Live | None = None) -> None:
+        self.args = (problem, ug, bl, T, ("partial", patterns, between, {}, ()), rho)
+        self.live = Live() if live is None else live
+        self.H = None
+        self.built = False
+        self.rays: list[tuple[np.ndarray, np.ndarray, float, float]] = []   # (z, |A|^T|y|, y's least, scale)
+        self.stats = {"solved": 0, "by certificate": 0}
+
+    def _build(self) -> None:
+        import highspy
+        import scipy.sparse as sp
+
+        self.built = True
+        made = _model(*self.args, 60.0)
+        if made is None:
+            return
+        H, _, cross = made
+        H.setOptionValue("presolve", "off")          # so each solve starts from the last one's basis
+        nc = H.getNumCol()
+        H.changeColsIntegrality(nc, np.arange(nc, dtype=np.int32), np.zeros(nc, dtype=np.uint8))
+        lp = H.getLp()
+        a = lp.a_matrix_
+        kind = sp.csc_matrix if a.format_ == highspy.MatrixFormat.kColwise else sp.csr_matrix
+        self.A = kind((np.asarray(a.value_), np.asarray(a.index_), np.asarray(a.start_)),
+                      shape=(lp.num_row_, lp.num_col_)).tocsc()
+        self.absAT = abs(self.A).T.tocsr()
+        self.L, self.U = np.asarray(lp.row_lower_), np.asarray(lp.row_upper_)
+        self.lo, self.hi = np.asarray(lp.col_lower_, dtype=float), np.asarray(lp.col_upper_, dtype=float)
+        self.keys = list(cross)
+        self.where = {uv: e for e, uv in enumerate(self.keys)}
+        self.idx = np.array([cross[uv].index for uv in self.keys], dtype=np.int32)
+        self.finite = bool(np.isfinite(self.lo).all() and np.isfinite(self.hi).all())
+        self.H = H
+
+    def _box(self, case) -> tuple[np.ndarray, np.ndarray] | None:
+        """The cross variables' bounds for `case`, or None when it is not one of this case's."""
+        lo, hi = self.lo[self.idx].copy(), self.hi[self.idx].copy()
+        if case[0] == "fixed":
+            fixed, pairs = case[1], None
+        else:
+            fixed, pairs = case[3], {tuple(sorted(gh)) for gh in case[4]}
+        n = self.args[1].n
+        for uv, c in fixed.items():
+            if uv not in self.where:
+                return None
+        for e, (u, v) in enumerate(self.keys):
+            if pairs is None or (u // n, v // n) in pairs:
+                lo[e] = hi[e] = fixed.get((u, v), 0)
+        return lo, hi
+
+    def _certifies(self, y: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple | None:
+        """A Farkas certificate from row multipliers y (either sign): with wrong-signed entries on rows open
+        on that side set to 0, every x in the box [lo, hi] has y'A x <= max_box(z x) (z = A^T y'), below
+        y's least over the rows' ranges, by more than a rounding margin. (z, |A|^T|y'|, least, margin's
+        row part), or None."""
+        for sign in (1.0, -1.0):
+            w = sign * y
+            w = np.where((w > 0) & ~np.isfinite(self.L) | (w < 0) & ~np.isfinite(self.U), 0.0, w)
+            with np.errstate(invalid="ignore"):
+                least = float(np.where(w > 0, w * self.L, np.where(w < 0, w * self.U, 0.0)).sum())
+            z = self.A.T @ w
+            absz = self.absAT @ np.abs(w)
+            rows = float(np.abs(np.where(w > 0, w * np.where(np.isfinite(self.L), self.L, 0.0),
+                                         w * np.where(np.isfinite(self.U), self.U, 0.0))).sum())
+            if self._holds(z, absz, least, rows, lo, hi):
+                return z, absz, least, rows
+        return None
+
+    @staticmethod
+    def _holds(z, absz, least, rows, lo, hi) -> bool:
+        most = float(np.where(z > 0, z * hi, z * lo).sum())
+        margin = 1e-9 * (float((absz * np.maximum(np.abs(lo), np.abs(hi))).sum()) + rows) + 1e-9
+        return most < least - margin
+
+    def refutes(self, case, clock: float) -> bool:
+        """Is `case` (a "partial" case or a "fixed" placing of this group-level case) infeasible at T by
+        a kept certificate or by its LP?"""
+        import highspy
+
+        if not self.built:
+            self._build()
+        if self.H is None:
+            return False
+        box = self._box(case)
+        if box is None:
+            return False
+        lo, hi = self.lo.copy(), self.hi.copy()
+        lo[self.idx], hi[self.idx] = box
+        if self.finite:
+            for z, absz, least, rows in self.rays:
+                if self._holds(z, absz, least, rows, lo, hi):
+                    self.stats["by certificate"] += 1
+                    return True
+        H = self.H
+        H.changeColsBounds(len(self.idx), self.idx, box[0], box[1])
+        # (HiGHS's clock runs on across solves of one model)
+        H.setOptionValue("time_limit", H.getRunTime() + float(max(0.1, clock)))
+        self.live.add(H)
+        try:
+            H.run()
+        finally:
+            self.live.discard(H)
+        if H.getModelStatus() != highspy.HighsModelStatus.kInfeasible:
+            return False
+        self.stats["solved"] += 1
+        if self.finite:
+            _, has, ray = H.getDualRay()
+            if has:
+                kept = self._certifies(np.asarray(ray, dtype=float), lo, hi)
+                if kept is not None:
+                    self.rays.append(kept)
+        return True
 
 
 def _rest_rows(H, ug: UniformGroups, xs: dict, rho: dict, node, only: tuple = ()) -> tuple[dict, dict]:
@@ -773,14 +915,15 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
         cycles = [("factor", f) for f in two_factors(k) if _connected(f, demand_pairs)]
     say(f"rings: {len(rest) + len(cycles)} whole-instance case probes at {T:.9g} s")
     results: dict = {}
-    levels = {level: dict.fromkeys(("infeasible", "found", "unsettled", "open", "from the log"), 0)
+    levels = {level: dict.fromkeys(("infeasible", "found", "unsettled", "open", "from the log", "screened",
+                                    "split unprobed"), 0)
               for level in (*SPLIT_S, "whole")}
     lock, settled = threading.Lock(), [0]
     fp = fingerprint(problem, ug) if log is not None else ""
     added = log.added if log is not None else 0
 
-    def ask(case, level: str, clock: float, n_threads: int):
-        """One probe, or its verdict from the log; the verdict goes to the log."""
+    def ask(case, level: str, clock: float, n_threads: int, screen: Screen | None = None):
+        """One probe, or its verdict from the log, or `screen`'s refutation; the verdict goes to the log."""
         key = case_key(case) if log is not None else ""
         prior = log.get(fp, key) if log is not None else None
         again = prior is not None and prior["verdict"] == "unsettled" and math.isclose(prior["T"], T, rel_tol=1e-12)
@@ -795,6 +938,18 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
         if again:
             clock = max(clock, RETRY * prior["clock_s"])
         clock = min(clock, deadline - time.perf_counter())
+        if screen is not None and screen.refutes(case, min(clock, SCREEN_S)):
+            with lock:
+                levels[level]["screened"] += 1
+                if log is not None:
+                    log.add(fp, key, {"verdict": "infeasible", "T": T, "clock_s": round(clock, 3)})
+            return "infeasible", None
+        if screen is not None and level == "partial" and screen.H is not None:
+            # its LP feasible, its short probe all but never settles it (llama405b-tp8pp4-32: 0 of 53 in 4 s,
+            # 3.7 s each): split it at once (its placings meet the screen too), no verdict to log
+            with lock:
+                levels[level]["split unprobed"] += 1
+            return "unsettled", None
         verdict, circuits = probe(problem, ug, bl, T, case, rho, clock, n_threads, live)
         with lock:
             levels[level][verdict] += 1
@@ -817,19 +972,21 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
             verdict, circuits = ask(case, "whole", left, threads if case[0] == "rest" else 1)
         return case, verdict, circuits, time.perf_counter() - t1
 
-    def settle(case, level: str, members: list | None = None):
+    def settle(case, level: str, members: list | None = None, screen: Screen | None = None):
         """One case of the split: a short probe, and when that leaves it unsettled, its cases one level down
         (patterns -> circuits between groups -> one group's circuits on accelerators -> all circuits on
-        accelerators: `members`, the placings a partial case holds), depth first; "found" ends it."""
+        accelerators: `members`, the placings a partial case holds), depth first; "found" ends it. Below a
+        group-level case, its `Screen` goes first."""
         left = deadline - time.perf_counter()
         if left < 1.0:
             return "open", None
-        verdict, circuits = ask(case, level, SPLIT_S[level], 1)
+        verdict, circuits = ask(case, level, SPLIT_S[level], 1, screen)
         if verdict != "unsettled" or level == "fixed":
             return verdict, circuits
         if level == "patterns":
             kids = [(("rest", case[1], b), "groups", None) for b in group_graphs(case[1], demand_pairs)]
         elif level == "groups":
+            screen = Screen(problem, ug, bl, T, case[1], case[2], rho, live)
             placed = structures(case[1], case[2], ug.n, MAX_PLACINGS)
             parts = partials(case[1], case[2], placed, ug.n)
             if parts is None and placed is None:
@@ -843,7 +1000,7 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
             kids = [(("fixed", s), "fixed", None) for s in members]
         worst = "infeasible"
         for kid, lower, held in kids:
-            v, circuits = settle(kid, lower, held)
+            v, circuits = settle(kid, lower, held, screen)
             if v == "found":
                 return v, circuits
             if v != "infeasible":

@@ -1,6 +1,7 @@
 """The two-group case split and the net test of more groups (solvers/stages.py): valid bounds, proofs the
 whole-instance MILP's bound cannot give, and their place in `solve_milp` and `solve_cpsat`."""
 import itertools
+import json
 import math
 import time
 
@@ -510,6 +511,32 @@ def test_the_rest_probes_net_rows_keep_a_wiring_with_more_circuits_across():
         assert verdict in ("found", "unsettled")
 
 
+def test_the_screen_refutes_what_the_probes_refute_and_keeps_what_they_find():
+    """Four stages of three at the best wiring's time (1 + 1e-6): a group-level case with 13 placings, the
+    last of which a probe finds a wiring in. The screen (one LP, warm-started, certificates kept) refutes
+    exactly the 12 the probes refute, some by an earlier solve's certificate, and not the 13th after them,
+    nor a partial case that holds it (the test can fail: a certificate taken without its margin, or bounds left from
+    the last case, refute the wiring)."""
+    from solvers.rings import Screen, blocks, partials, pattern_bounds, probe, structures
+    p = stages(4, 3, 3, 5e7)
+    ug, T = uniform_groups(p), 0.0104166667 * (1 + 1e-6)
+    bl = blocks(p, ug)
+    rho = pattern_bounds(ug, T, time.perf_counter() + 120, threads=2)
+    pats, between = ((1, 1), (1, 1), (2, 2, 1), (2, 2, 1)), {(0, 1): 1, (0, 3): 1, (1, 2): 1, (2, 3): 4}
+    placed = structures(pats, between, ug.n)
+    verdicts = [probe(p, ug, bl, T, ("fixed", s), rho, 30.0)[0] for s in placed]
+    assert verdicts.count("found") == 1 and verdicts.count("infeasible") == len(placed) - 1
+    screen = Screen(p, ug, bl, T, pats, between, rho)
+    order = sorted(range(len(placed)), key=lambda i: verdicts[i] == "found")     # the wiring last
+    refuted = {i: screen.refutes(("fixed", placed[i]), 30.0) for i in order}
+    assert refuted == {i: verdicts[i] == "infeasible" for i in order}
+    assert screen.stats["by certificate"] >= 1 and screen.stats["solved"] < len(placed) - 1
+    for part, held in partials(pats, between, placed, ug.n):       # a partial case holding the wiring stays
+        holds = any(verdicts[placed.index(s)] == "found" for s in held)
+        assert not (holds and screen.refutes(part, 30.0))
+    assert not screen.refutes(("partial", pats, between, {}, ()), 30.0)          # the whole case holds it
+
+
 def test_group_symmetries_are_the_relabellings_the_instance_keeps():
     # a pipeline keeps its reversal (stage g onto stage 3 - g, every demand turned round), scattered over the
     # accelerators too; a ring of stages keeps all eight of the square's symmetries; and the whole matrix is
@@ -647,6 +674,7 @@ def test_a_proof_log_splits_unsettled_cases_again_and_gives_placings_a_longer_cl
     ug, T = uniform_groups(p), 0.00525 * (1 - 5e-7)
     calls: list = []
     monkeypatch.setattr(rings, "probe", lambda *a: (calls.append((a[4][0], len(a[4]), a[6])), ("unsettled", None))[1])
+    monkeypatch.setattr(rings.Screen, "refutes", lambda self, case, clock: False)     # every case to its probe
     log = ProofLog()
     assert rings.ring_bound(p, ug, T, time.perf_counter() + 10_000, 2, log=log)[0] == "open"
     first = list(calls)
@@ -656,6 +684,41 @@ def test_a_proof_log_splits_unsettled_cases_again_and_gives_placings_a_longer_cl
     calls.clear()
     assert rings.ring_bound(p, ug, T, time.perf_counter() + 10_000, 2, log=log)[0] == "open"
     assert sorted(calls) == sorted((c[0], c[1], rings.RETRY * c[2]) for c in fixed)
+
+
+def test_the_split_screens_partial_cases_and_placings_before_their_probes(monkeypatch):
+    """Four groups of two below their optimum, every probe above the placings unsettled: the screen
+    refutes partial cases without a probe; with it kept off those, the split reaches the placings and the
+    screen refutes some of them. Each time the log holds what it refuted as infeasible and the instance
+    is closed, and a partial case the screen's LP leaves goes to its placings without its short probe (the
+    test can fail: a screen never asked, or one whose refutations the log does not get)."""
+    from solvers import rings
+    from synth.model import ProofLog
+    p = stages(4, 2, 3, 5e7)
+    ug, T = uniform_groups(p), 0.00525 * (1 - 5e-7)
+    real, probed, refutes = rings.probe, [], rings.Screen.refutes
+
+    def fake(*a):
+        if a[4][0] != "fixed" and a[4][0] != "factor":
+            return "unsettled", None
+        probed.append(a[4])
+        return real(*a)
+    monkeypatch.setattr(rings, "probe", fake)
+    for level in ("partial", "fixed"):
+        if level == "fixed":
+            monkeypatch.setattr(rings.Screen, "refutes", lambda self, case, clock: case[0] == "fixed"
+                                and refutes(self, case, clock))
+        log, probed[:] = ProofLog(), []
+        verdict, _, info = rings.ring_bound(p, ug, T, time.perf_counter() + 300, 2, log=log)
+        assert verdict == "closed"
+        by = info["rest by patterns"]["probes by level"][level]
+        assert by.get("screened", 0) >= 1
+        kept = [e for k, e in log.entries.items() if json.loads(k[1])[0] == level]
+        assert len(kept) == by["screened"] + by.get("infeasible", 0)
+        assert all(e["verdict"] == "infeasible" for e in kept)
+    assert len([c for c in probed if c[0] == "fixed"]) == by.get("infeasible", 0)
+    # a partial case met once the screen is built and not refuted by it is split without its probe
+    assert info["rest by patterns"]["probes by level"]["partial"]["split unprobed"] >= 1
 
 
 def test_a_case_its_cases_refute_goes_to_the_proof_log_as_infeasible(monkeypatch):
@@ -671,6 +734,7 @@ def test_a_case_its_cases_refute_goes_to_the_proof_log_as_infeasible(monkeypatch
         calls.append(a[4])
         return ("unsettled" if a[4][0] == "rest" and len(a[4]) == 2 else "infeasible"), None
     monkeypatch.setattr(rings, "probe", fake)
+    monkeypatch.setattr(rings.Screen, "refutes", lambda self, case, clock: False)
     log = ProofLog()
     assert rings.ring_bound(p, ug, T, time.perf_counter() + 600, 2, log=log)[0] == "closed"
     patterns = [c for c in calls if c[0] == "rest" and len(c) == 2]
@@ -695,6 +759,7 @@ def test_a_case_with_too_many_placings_to_list_is_split_by_one_groups_circuits_f
             calls.append(a[4])
             return ("infeasible" if a[4][0] in ("fixed", "factor") else "unsettled"), None
         monkeypatch.setattr(rings, "probe", fake)
+        monkeypatch.setattr(rings.Screen, "refutes", lambda self, case, clock: False)   # every case probed
         assert rings.ring_bound(p, ug, T, time.perf_counter() + 600, 1)[0] == "closed"
         return calls
 
