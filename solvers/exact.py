@@ -497,11 +497,14 @@ def _groups_rings(problem: WiringProblem, params: SolveParams, t0: float, ug, be
     the ring-of-groups case probes (solvers/rings.py) at the best answer's time less half the gap, in
     RINGS_SHARE of the time left; again at each better wiring a probe finds. Every case infeasible raises the
     bound to that time. Returns (best, bound, interrupted)."""
-    from .rings import ring_bound
+    from .rings import fingerprint, ring_bound
     say = params.progress or (lambda msg: None)
     end = time.perf_counter() + RINGS_SHARE * (params.time_limit_s - (time.perf_counter() - t0))
     while best.objective - bound > params.rel_gap * best.objective and end - time.perf_counter() > 1.0:
         T = best.objective * (1 - params.rel_gap / 2)
+        if params.proof_log is not None:       # go on at the time the log's proof was started at, in the gap
+            T = params.proof_log.resume_time(fingerprint(problem, ug), max(bound, best.objective * (
+                1 - params.rel_gap)), T) or T
         try:
             verdict, circuits, info = ring_bound(problem, ug, T, end, params.threads, say, params.proof_log)
         except KeyboardInterrupt:

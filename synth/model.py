@@ -537,6 +537,16 @@ class ProofLog:
         if self.sink is not None:
             self.sink(problem, case, entry)
 
+    def resume_time(self, problem: str, lo: float, hi: float) -> float | None:
+        """The time in (lo, hi] at which this log holds the most infeasible verdicts for `problem` (the
+        latest such time on a tie), or None: a proof goes on at the time it was started at, as long as that
+        still meets the gap (the best wiring's time, and so the planned T, can move a little between runs)."""
+        count: dict[float, int] = {}
+        for (p, _), e in self.entries.items():
+            if p == problem and e["verdict"] == "infeasible" and lo < e["T"] <= hi:
+                count[e["T"]] = count.get(e["T"], 0) + 1
+        return max(count, key=lambda t: (count[t], t)) if count else None
+
     def __len__(self) -> int:
         return len(self.entries)
 

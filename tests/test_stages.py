@@ -665,6 +665,32 @@ def test_a_proof_log_carries_verdicts_to_the_next_run(monkeypatch, tmp_path):
     assert calls
 
 
+def test_the_rings_go_on_at_the_time_a_proof_log_was_started_at_when_it_meets_the_gap(monkeypatch):
+    """The best wiring's time moves a little between runs (another search, another float): the rings probe at
+    the time the log holds this instance's verdicts at, when that is within the gap, and the bound is that
+    time; a time outside the gap, or another instance's, is not taken (the test can fail: a log whose T is
+    a hair below the planned one would prove nothing)."""
+    from types import SimpleNamespace
+
+    from solvers import rings
+    from synth.model import ProofLog
+    p = stages(4, 2, 3, 5e7)
+    ug, best = uniform_groups(p), SimpleNamespace(objective=0.00525, solver_version="x")
+    asked: list = []
+    monkeypatch.setattr(rings, "ring_bound", lambda problem, ug, T, *a: (asked.append(T), ("closed", None, {}))[1])
+    planned = best.objective * (1 - 5e-7)
+    for when, who, expect in ((best.objective * (1 - 7e-7), rings.fingerprint(p, ug), best.objective * (1 - 7e-7)),
+                              (best.objective * (1 - 2e-6), rings.fingerprint(p, ug), planned),
+                              (best.objective * (1 - 7e-7), "another instance", planned)):
+        log = ProofLog()
+        log.add(who, "c", {"verdict": "infeasible", "T": when, "clock_s": 4.0})
+        asked.clear()
+        _, bound, _ = exact._groups_rings(p, SolveParams(time_limit_s=60, proof_log=log), time.perf_counter(),
+                                          ug, best, 0.0, [], "milp")
+        assert asked == [expect] and bound == expect
+    assert (best.objective - asked[0]) / best.objective < 1e-6
+
+
 def test_a_proof_log_splits_unsettled_cases_again_and_gives_placings_a_longer_clock(monkeypatch):
     """Every probe unsettled: the next run with the log skips the short probes it already tried at T and
     splits them straight away, and probes each placing with RETRY times its clock."""
