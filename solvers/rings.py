@@ -442,12 +442,11 @@ class Screen:
         for sign in (1.0, -1.0):
             w = sign * y
             w = np.where((w > 0) & ~np.isfinite(self.L) | (w < 0) & ~np.isfinite(self.U), 0.0, w)
-            with np.errstate(invalid="ignore"):
-                least = float(np.where(w > 0, w * self.L, np.where(w < 0, w * self.U, 0.0)).sum())
+            with np.errstate(invalid="ignore"):       # (w is 0 wherever the bound it meets is infinite)
+                terms = np.where(w > 0, w * self.L, np.where(w < 0, w * self.U, 0.0))
+            least, rows = float(terms.sum()), float(np.abs(terms).sum())
             z = self.A.T @ w
             absz = self.absAT @ np.abs(w)
-            rows = float(np.abs(np.where(w > 0, w * np.where(np.isfinite(self.L), self.L, 0.0),
-                                         w * np.where(np.isfinite(self.U), self.U, 0.0))).sum())
             if self._holds(z, absz, least, rows, lo, hi):
                 return z, absz, least, rows
         return None
