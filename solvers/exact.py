@@ -372,7 +372,8 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams(), star
     if tg is not None and len(tg.groups) == 2:
         best, bound, interrupted = _case_split(problem, params, t0, tg, best, bound, rounds, "milp")
     elif tg is not None:
-        bound, interrupted = _groups_net(params, t0, tg, best, bound, rounds, "milp")
+        bound, interrupted = _groups_net(params, t0, tg, best, bound, rounds, "milp",
+                                         settle=_rings_follow(problem, tg))
         if not interrupted and best.objective - bound > params.rel_gap * best.objective:
             best, bound, interrupted = _groups_rings(problem, params, t0, tg, best, bound, rounds, "milp")
     elif (quick := _quick_groups(problem, params, t0)) is not None:
@@ -430,6 +431,7 @@ STAGES_MIN_S = 900.0   # time left at which coupled groups get the case split or
 STAGES_MAX_GROUP = 10  # accelerators per group: its one-group models stay small
 STAGES_SHARE = 0.8     # of the time left, for the case split and its probes
 GROUPS_SHARE = 0.6     # of the time left, for the net test of three or more groups
+NET_SETTLE = 0.1       # the net test stops refining a bound below its root this close to it when the rings follow
 RINGS_SHARE = 0.7      # of the time left after it, for the ring-of-groups case probes (solvers/rings.py)
 STAGES_FIRST_S = 120.0  # the plain model's first round before the case split
 QUICK_NET_MIN_S = 20.0  # left of the clock after the first round and the starts for the net test alone
@@ -528,11 +530,19 @@ def _groups_rings(problem: WiringProblem, params: SolveParams, t0: float, ug, be
     return best, bound, False
 
 
+def _rings_follow(problem: WiringProblem, ug) -> float:
+    """NET_SETTLE when the ring-of-groups probes (`_groups_rings`) apply to these groups, else 0 (the net
+    test's bound is then the last proof: refine it to the end of its share)."""
+    from .rings import RING_MAX_GROUPS, blocks
+    return NET_SETTLE if 3 <= len(ug.groups) <= RING_MAX_GROUPS and blocks(problem, ug) is not None else 0.0
+
+
 def _groups_net(params: SolveParams, t0: float, ug, best: SolveResult, bound: float, rounds: list,
-                name: str, first: tuple[float, ...] | None = None, share: float = GROUPS_SHARE) -> tuple[float, bool]:
+                name: str, first: tuple[float, ...] | None = None, share: float = GROUPS_SHARE,
+                settle: float = 0.0) -> tuple[float, bool]:
     """Three or more coupled groups (or any number on a short clock, `_quick_groups`): the net test's bound
     (`solvers.stages.groups_bound`, its first tests at `first`) between the bound and the best answer, in
-    `share` of the time left. Returns (bound, interrupted)."""
+    `share` of the time left; `settle` as there. Returns (bound, interrupted)."""
     from .stages import closed_bound, groups_bound
     say = params.progress or (lambda msg: None)
     left = params.time_limit_s - (time.perf_counter() - t0)
@@ -540,7 +550,7 @@ def _groups_net(params: SolveParams, t0: float, ug, best: SolveResult, bound: fl
     tests: list = []
     try:
         b, tests = groups_bound(ug, bound, best.objective, time.perf_counter() + share * left,
-                                params.threads, params.rel_gap, say, first, tests=tests)
+                                params.threads, params.rel_gap, say, first, tests=tests, settle=settle)
     except KeyboardInterrupt:           # the tests that ended stand
         rounds.extend(tests)
         rounds.append({"status": "groups net", "verdict": "interrupted"})
@@ -927,7 +937,8 @@ def _metric_probes(problem: WiringProblem, params: SolveParams, t0: float, best:
                                 SolveStatus.FEASIBLE, Limit.NONE, _wiring_from(problem, found[0], {}), None,
                                 {"model": "metric-inequality probe, one case of the two-group split"}), None
     if tg is not None and len(tg.groups) > 2:
-        bound, interrupted = _groups_net(params, t0, tg, best, bound, rounds, "cpsat")
+        bound, interrupted = _groups_net(params, t0, tg, best, bound, rounds, "cpsat",
+                                         settle=_rings_follow(problem, tg))
         if not interrupted and best.objective - bound > params.rel_gap * best.objective:
             best, bound, interrupted = _groups_rings(problem, params, t0, tg, best, bound, rounds, "cpsat")
     elif tg is not None:

@@ -382,7 +382,8 @@ def net_test(ug: UniformGroups, T: float, deadline: float, model_time_s: float =
 
 def groups_bound(ug: UniformGroups, lo: float, hi: float, deadline: float, threads: int = 1,
                  rel_gap: float = 1e-6, say=None, first: tuple[float, ...] | None = None,
-                 live: Live | None = None, tests: list | None = None) -> tuple[float, list[dict]]:
+                 live: Live | None = None, tests: list | None = None,
+                 settle: float = 0.0) -> tuple[float, list[dict]]:
     """The largest time the net test closes in [lo, hi) (hi: the best wiring's time, lo: a bound), with
     `threads` tests at a time, each at its own time, until the deadline or the two ends meet within rel_gap.
     The sum falls steadily with T, so once a closed and an open test have sums, the next tests sit just below
@@ -391,7 +392,10 @@ def groups_bound(ug: UniformGroups, lo: float, hi: float, deadline: float, threa
     per test for the solve's rounds). `first`: the first tests' fractions of the way from lo to hi instead (a
     short clock starts low: near the best wiring a test takes minutes). `live.cancel()` from another thread
     stops the test running and the search. `tests`: a list the tests are appended to as they end, which a caller
-    whose run ended in an exception (Ctrl-C) still holds (`closed_bound`)."""
+    whose run ended in an exception (Ctrl-C) still holds (`closed_bound`). `settle` > 0: once a test stayed open
+    below hi (1 - rel_gap), so no bound from this test closes the gap, stop when the closed and the open test are
+    within `settle` times what is left above the open one (a caller with a stronger proof to run next, the
+    rings: refining the bound further buys less than that proof's clock)."""
     say = say or (lambda msg: None)
     live = Live() if live is None else live
     bound, top, tests = lo, hi, ([] if tests is None else tests)
@@ -412,6 +416,8 @@ def groups_bound(ug: UniformGroups, lo: float, hi: float, deadline: float, threa
         return T, total, values, time.perf_counter() - t0
 
     while top - bound > rel_gap * top and deadline - time.perf_counter() > 1.0 and not live.stopped:
+        if settle > 0 and top < hi * (1 - rel_gap) and top - bound <= settle * (hi - top):
+            break
         points = [bound + f * (top - bound) for f in fractions]
         if closed_at and open_at and np.isfinite(open_at[1]):
             (ta, sa), (tb, sb) = closed_at, open_at

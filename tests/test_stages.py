@@ -147,6 +147,28 @@ def test_net_test_never_closes_a_time_a_wiring_reaches(seed):
         assert b > lo * 1.03           # the net test proves more than the instance bounds here
 
 
+def test_net_test_settles_below_its_root_only_when_asked(monkeypatch):
+    """With `settle`, the search stops once the closed and the open test are within settle x (hi - open):
+    only when the root lies below hi (1 - rel_gap), so a root that closes the gap is still reached. The net
+    test is a stand-in whose sum falls through `root`, ten times as steeply below it (the secant then creeps
+    up to the root from below, as the real test's does), instantly."""
+    import solvers.stages as st
+    ug = uniform_groups(stages(3, 3, 5, 5e7))
+    hi = 1.0
+    for root in (0.9, 1 - 1e-5):
+        monkeypatch.setattr(st, "net_test", lambda ug, T, deadline, live=None, least=True:
+                            ((root - T) * (10 if T < root else 1), {}))
+        plain, plain_tests = groups_bound(ug, 0.5, hi, time.perf_counter() + 30, rel_gap=1e-4)
+        settled, tests = groups_bound(ug, 0.5, hi, time.perf_counter() + 30, rel_gap=1e-4, settle=0.1)
+        assert plain <= root and settled <= root
+        top = min([hi] + [t["probe"] for t in tests if not t["closed"]])
+        if root < hi * (1 - 1e-4):
+            assert len(tests) < len(plain_tests) and top - settled <= 0.1 * (hi - top)
+            assert root - settled <= 0.1 * (hi - root) + 1e-12 < root - 0.5
+        else:                                   # the gap closes: the same search
+            assert settled == plain and len(tests) == len(plain_tests) and hi - settled <= 1e-4 * hi
+
+
 @pytest.mark.parametrize("k,ports,pp", [(3, 4, 5e7), (3, 5, 1e8)])
 def test_case_split_proves_the_optimum_the_relay_count_cannot(k, ports, pp):
     p = pipeline(k, ports, pp)
