@@ -64,7 +64,8 @@ caller, which scores them on the instance.
 Measured (BENCHMARKS.md, "The ring of groups as whole-instance probes"): llama405b-tp8pp4-32 at the best
 wiring less 5e-7, HiGHS: all three cycles infeasible (713-957 s each, two at a time; 163, 233 and 0.7 s with
 the known-pattern rows), the rest as one probe not settled in 3,446 s, split (with a proof log across runs):
-133 of its 134 pattern cases infeasible so far; so the exact back-ends run these after the net test, whose
+all 134 pattern cases infeasible (the last on 2026-12-04), so no wiring reaches the best less 5.1e-7 and the
+exact back-ends, run on that log, report the best wiring OPTIMAL; they run these after the net test, whose
 bound they can only raise.
 """
 from __future__ import annotations
