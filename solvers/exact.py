@@ -533,8 +533,8 @@ def _groups_rings(problem: WiringProblem, params: SolveParams, t0: float, ug, be
 def _rings_follow(problem: WiringProblem, ug) -> float:
     """NET_SETTLE when the ring-of-groups probes (`_groups_rings`) apply to these groups, else 0 (the net
     test's bound is then the last proof: refine it to the end of its share)."""
-    from .rings import RING_MAX_GROUPS, blocks
-    return NET_SETTLE if 3 <= len(ug.groups) <= RING_MAX_GROUPS and blocks(problem, ug) is not None else 0.0
+    from .rings import ring_blocks
+    return NET_SETTLE if ring_blocks(problem, ug) is not None else 0.0
 
 
 def _groups_net(params: SolveParams, t0: float, ug, best: SolveResult, bound: float, rounds: list,

@@ -113,6 +113,12 @@ def blocks(problem: WiringProblem, ug: UniformGroups) -> dict[tuple[int, int], f
     return out
 
 
+def ring_blocks(problem: WiringProblem, ug: UniformGroups) -> dict[tuple[int, int], float] | None:
+    """`blocks` when the ring-of-groups probes apply (3 to RING_MAX_GROUPS groups, blocks of equal line
+    sums), else None."""
+    return blocks(problem, ug) if 3 <= len(ug.groups) <= RING_MAX_GROUPS else None
+
+
 def two_factors(k: int) -> list[tuple[tuple[int, ...], ...]]:
     """Every 2-regular loopless multigraph on range(k), as its cycles (a 2-cycle is a double edge), each
     cycle starting at its least vertex and, longer than two, going to the smaller of its two neighbours first."""
@@ -895,8 +901,8 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
     t0 = time.perf_counter()
     info: dict = {"T": T}
     k = len(ug.groups)
-    bl = blocks(problem, ug)
-    if bl is None or not 3 <= k <= RING_MAX_GROUPS:
+    bl = ring_blocks(problem, ug)
+    if bl is None:
         return "not applicable", None, {**info, "verdict": "not applicable"}
     live = Live()
     try:
