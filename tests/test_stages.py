@@ -298,6 +298,27 @@ def test_a_short_clock_gets_the_net_test_alone(monkeypatch, solver):
     assert not wiring_violations(res.artifact)
 
 
+@pytest.mark.parametrize("solver", ["milp", "cpsat"])
+def test_a_case_split_left_unsettled_hands_the_rest_to_the_net_test(monkeypatch, solver):
+    """A long clock whose case split leaves a case unsettled (no bound from the split, as CP-SAT's probes on
+    llama405b-tp8pp2-16's last case) still gets the net test's bound in the time left, never a weaker one
+    than a short clock's; the bound stays below the optimum."""
+    import solvers.stages as stages_mod
+    p = pipeline(3, 4, 5e7)
+    unproven_first_round(monkeypatch)
+    monkeypatch.setattr(exact, "QUICK_NET_MIN_S", 0.0)
+    monkeypatch.setattr(stages_mod, "case_bound", lambda problem, tg, T, *a, **k: (
+        None, None, {"T": T, "verdict": "not settled, no bound: (stand-in)"}))
+    res = wire(p, solver, SolveParams(time_limit_s=10, backend="highs"))
+    rounds = res.extra["rounds"]
+    splits = [r for r in rounds if r.get("status") == "case split"]
+    closed = [r["probe"] for r in rounds if r.get("status") == "groups net" and r["closed"]]
+    assert splits and splits[0]["verdict"].startswith("not settled") and closed, rounds
+    assert max(closed) * (1 - 1e-12) <= res.bound <= PIPELINE_3X4_OPT * (1 + 1e-9)
+    assert res.bound > res.extra["bounds"]["relay_count"]
+    assert not wiring_violations(res.artifact)
+
+
 def test_the_search_bounds_coupled_groups_by_the_net_test_beside_it(monkeypatch):
     """The search runs the net test in a thread beside it (`solvers._NetBeside`) and reports its bound as
     "groups_net", with its tests in the solve block; below the proven optimum."""
