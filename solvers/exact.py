@@ -482,9 +482,14 @@ def _split_then_net(problem: WiringProblem, params: SolveParams, t0: float, tg, 
     best, bound, interrupted = _case_split(problem, params, t0, tg, best, bound, rounds, name, prober)
     if not interrupted and best.objective - bound > params.rel_gap * best.objective and \
             params.time_limit_s - (time.perf_counter() - t0) >= QUICK_NET_MIN_S:
-        bound, interrupted = _groups_net(params, t0, tg, best, bound, rounds, name,
-                                         QUICK_NET_FIRST[:max(1, params.threads)], QUICK_NET_SHARE)
+        bound, interrupted = _groups_net(params, t0, tg, best, bound, rounds, name, _net_firsts(params),
+                                         QUICK_NET_SHARE)
     return best, bound, interrupted
+
+
+def _net_firsts(params: SolveParams) -> tuple[float, ...]:
+    """The net test's first tests on a short clock, one per thread (QUICK_NET_FIRST)."""
+    return QUICK_NET_FIRST[:max(1, params.threads)]
 
 
 def _quick_groups(problem: WiringProblem, params: SolveParams, t0: float):
@@ -493,7 +498,7 @@ def _quick_groups(problem: WiringProblem, params: SolveParams, t0: float):
     takes minutes) in QUICK_NET_SHARE of what is left, where the plain probes prove nothing. Returns (groups,
     first tests) or None."""
     ug = _uniform_groups(problem, params, t0, QUICK_NET_MIN_S)
-    return None if ug is None else (ug, QUICK_NET_FIRST[:max(1, params.threads)])
+    return None if ug is None else (ug, _net_firsts(params))
 
 
 def _uniform_groups(problem: WiringProblem, params: SolveParams, t0: float, min_s: float | None = None):
