@@ -369,16 +369,7 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams(), star
     if best.status != SolveStatus.FEASIBLE or best.objective is None or not np.isfinite(best.objective):
         return best
     bound = best.bound or 0.0
-    if tg is not None and len(tg.groups) == 2:
-        best, bound, interrupted = _split_then_net(problem, params, t0, tg, best, bound, rounds, "milp")
-    elif tg is not None:
-        bound, interrupted = _groups_net(params, t0, tg, best, bound, rounds, "milp",
-                                         settle=_rings_follow(problem, tg))
-        if not interrupted and best.objective - bound > params.rel_gap * best.objective:
-            best, bound, interrupted = _groups_rings(problem, params, t0, tg, best, bound, rounds, "milp")
-    elif (quick := _quick_groups(problem, params, t0)) is not None:
-        bound, interrupted = _groups_net(params, t0, quick[0], best, bound, rounds, "milp", quick[1],
-                                         QUICK_NET_SHARE)
+    best, bound, interrupted = _coupled_proofs(problem, params, t0, tg, best, bound, rounds, "milp")
     step = 1.0          # the first probe looks for better wirings than the first round's, then bisection
     while not interrupted:
         left = params.time_limit_s - (time.perf_counter() - t0)
@@ -473,32 +464,32 @@ def _case_split(problem: WiringProblem, params: SolveParams, t0: float, tg, best
     return best, bound, False
 
 
-def _split_then_net(problem: WiringProblem, params: SolveParams, t0: float, tg, best: SolveResult, bound: float,
+def _coupled_proofs(problem: WiringProblem, params: SolveParams, t0: float, tg, best: SolveResult, bound: float,
                     rounds: list, name: str, prober=None) -> tuple[SolveResult, float, bool]:
-    """Two coupled groups on a long clock: the case split (`_case_split`), which proves the optimum once every
-    case settles; when a case stays unsettled (it then gives no bound: CP-SAT's probes on llama405b-tp8pp2-16's
-    last case), the net test in what is left, as on a short clock (`_quick_groups`), so that a longer clock
-    never reports a weaker bound than a short one. Returns (best, bound, interrupted)."""
-    best, bound, interrupted = _case_split(problem, params, t0, tg, best, bound, rounds, name, prober)
-    if not interrupted and best.objective - bound > params.rel_gap * best.objective and \
-            params.time_limit_s - (time.perf_counter() - t0) >= QUICK_NET_MIN_S:
-        bound, interrupted = _groups_net(params, t0, tg, best, bound, rounds, name, _net_firsts(params),
-                                         QUICK_NET_SHARE)
-    return best, bound, interrupted
-
-
-def _net_firsts(params: SolveParams) -> tuple[float, ...]:
-    """The net test's first tests on a short clock, one per thread (QUICK_NET_FIRST)."""
-    return QUICK_NET_FIRST[:max(1, params.threads)]
-
-
-def _quick_groups(problem: WiringProblem, params: SolveParams, t0: float):
-    """Coupled groups (`solvers.stages`) on a clock too short for their case split or net test in full, with
-    at least QUICK_NET_MIN_S left: the net test alone, from low (QUICK_NET_FIRST: near the answer a test
-    takes minutes) in QUICK_NET_SHARE of what is left, where the plain probes prove nothing. Returns (groups,
-    first tests) or None."""
+    """The coupled groups' proofs before the plain probes, for both exact solvers. `tg` (`_uniform_groups`,
+    a long clock): two groups get the case split (`_case_split`; `prober` asks its open cases, the MILP's by
+    default), which proves the optimum once every case settles, and when a case stays unsettled (it then gives
+    no bound: CP-SAT's probes on llama405b-tp8pp2-16's last case) the net test in what is left, so that a
+    longer clock never reports a weaker bound than a short one; three or more the net test, then the rings.
+    Without `tg`, on a clock with at least QUICK_NET_MIN_S left, the net test alone, from low
+    (QUICK_NET_FIRST: near the answer a test takes minutes), where the plain probes prove nothing. Returns
+    (best, bound, interrupted)."""
+    gap_left = lambda: best.objective - bound > params.rel_gap * best.objective
+    if tg is not None and len(tg.groups) > 2:
+        bound, interrupted = _groups_net(params, t0, tg, best, bound, rounds, name, settle=_rings_follow(problem, tg))
+        if not interrupted and gap_left():
+            best, bound, interrupted = _groups_rings(problem, params, t0, tg, best, bound, rounds, name)
+        return best, bound, interrupted
+    if tg is not None:
+        best, bound, interrupted = _case_split(problem, params, t0, tg, best, bound, rounds, name, prober)
+        if interrupted or not gap_left():
+            return best, bound, interrupted
     ug = _uniform_groups(problem, params, t0, QUICK_NET_MIN_S)
-    return None if ug is None else (ug, _net_firsts(params))
+    if ug is None:
+        return best, bound, False
+    bound, interrupted = _groups_net(params, t0, ug, best, bound, rounds, name,
+                                     QUICK_NET_FIRST[:max(1, params.threads)], QUICK_NET_SHARE)
+    return best, bound, interrupted
 
 
 def _uniform_groups(problem: WiringProblem, params: SolveParams, t0: float, min_s: float | None = None):
@@ -559,9 +550,10 @@ def _rings_follow(problem: WiringProblem, ug) -> float:
 def _groups_net(params: SolveParams, t0: float, ug, best: SolveResult, bound: float, rounds: list,
                 name: str, first: tuple[float, ...] | None = None, share: float = GROUPS_SHARE,
                 settle: float = 0.0) -> tuple[float, bool]:
-    """Three or more coupled groups (or any number on a short clock, `_quick_groups`): the net test's bound
-    (`solvers.stages.groups_bound`, its first tests at `first`) between the bound and the best answer, in
-    `share` of the time left; `settle` as there. Returns (bound, interrupted)."""
+    """Three or more coupled groups (or any number on a short clock, or after an unsettled case split:
+    `_coupled_proofs`): the net test's bound (`solvers.stages.groups_bound`, its first tests at `first`)
+    between the bound and the best answer, in `share` of the time left; `settle` as there. Returns (bound,
+    interrupted)."""
     from .stages import closed_bound, groups_bound
     say = params.progress or (lambda msg: None)
     left = params.time_limit_s - (time.perf_counter() - t0)
@@ -955,22 +947,15 @@ def _metric_probes(problem: WiringProblem, params: SolveParams, t0: float, best:
         return "found", _finish(problem, "cpsat", best.solver_version, params, time.perf_counter(),
                                 SolveStatus.FEASIBLE, Limit.NONE, _wiring_from(problem, found[0], {}), None,
                                 {"model": "metric-inequality probe, one case of the two-group split"}), None
-    if tg is not None and len(tg.groups) > 2:
-        bound, interrupted = _groups_net(params, t0, tg, best, bound, rounds, "cpsat",
-                                         settle=_rings_follow(problem, tg))
-        if not interrupted and best.objective - bound > params.rel_gap * best.objective:
-            best, bound, interrupted = _groups_rings(problem, params, t0, tg, best, bound, rounds, "cpsat")
-    elif tg is not None:
+    prober = None
+    if tg is not None and len(tg.groups) == 2:
         from .stages import relaxed_first, symmetric_relaxation
         relaxed = symmetric_relaxation(problem, tg)
         prober = case_probe
         if relaxed is not None:
             prober = relaxed_first(partial(case_probe, on=relaxed, cuts=_injection_cuts(MetricCuts(relaxed, ix)),
                                            labelled=True), case_probe)
-        best, bound, interrupted = _split_then_net(problem, params, t0, tg, best, bound, rounds, "cpsat", prober)
-    elif (quick := _quick_groups(problem, params, t0)) is not None:
-        bound, interrupted = _groups_net(params, t0, quick[0], best, bound, rounds, "cpsat", quick[1],
-                                         QUICK_NET_SHARE)
+    best, bound, interrupted = _coupled_proofs(problem, params, t0, tg, best, bound, rounds, "cpsat", prober)
     while not interrupted:
         now = time.perf_counter()
         left = params.time_limit_s - (now - t0)
