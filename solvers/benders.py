@@ -20,6 +20,11 @@ added as a row (when rounding loses the violation, or the proposal does not fit 
 row removes just that proposal). A proposal that cannot route some demand at all gets the cut-set row of
 its component instead. Rows persist across probes (re-rounded at each probe's lam). Probes bisect between
 the bound and the best wiring, as the MILP's do.
+
+A probe can also carry routing itself (`flow_rows`): integer flows in fine units with an allowance for
+rounding a basic fractional routing's paths down, a relaxation of fractional routing, so its INFEASIBLE is
+still a proof. It gives CP-SAT's LP the flow polytope the metric rows only approach one proposal at a time;
+the two-group case split's CP-SAT probes use it first (`solvers.exact._metric_probes`).
 """
 from __future__ import annotations
 
@@ -156,6 +161,63 @@ def relay_count_rows(m, problem: WiringProblem, ix, x: dict, T: float) -> int:
     return len(sets)
 
 
+FLOW_ALLOWANCE = 1e-3       # integer flows: the rounding allowance at most this share of the smallest source's bytes
+FLOW_UNITS_MAX = 10 ** 6    # units per circuit at most (CP-SAT's coefficients)
+
+
+def flow_units(problem: WiringProblem, ix, T: float) -> tuple[int, int]:
+    """(C, allowance) of `flow_rows` at time T: C units per circuit direction (its B T bytes), as many as keep
+    the allowance K + A units (demand pairs and arcs, the most paths a basic routing uses) within
+    FLOW_ALLOWANCE of the smallest source's bytes."""
+    t = problem.traffic.bytes_
+    rows = t.sum(axis=1)
+    least = float(rows[rows > 0].min()) / (problem.port_bytes_per_s * T)      # in circuits' worth
+    ports = int(problem.layout.capacity.sum())
+    allowance = int((t > 0).sum()) + min(len(ix.arcs), 2 * (ports // 2))
+    return int(min(FLOW_UNITS_MAX, max(100, math.ceil(allowance / (FLOW_ALLOWANCE * least))))), allowance
+
+
+def flow_rows(m, problem: WiringProblem, ix, x: dict, T: float) -> int:
+    """Routing inside CP-SAT, as a relaxation that stays valid for fractional routing: integer flows in units
+    of u = B T / C bytes (C from `flow_units`), split by hop as in the MILP's layered routing (straight to
+    the destination, the first hop of a relayed byte, its later hops; each pair's relayed bytes meet the
+    residual-capacity row on its circuits), each demand pair delivering g <= ceil(D / u) units, and all
+    pairs together short of ceil(D / u) by at most K + A units. Why that holds for every wiring with time
+    <= T: its routing is a path flow meeting K demand rows and A capacity rows, so a basic one uses at most
+    K + A paths (Caratheodory); rounding each path's flow down to whole units keeps every capacity and the
+    layering and loses less than a unit per path. So INFEASIBLE proves no wiring reaches T. Unlike the
+    metric rows, which CP-SAT learns one proposal at a time, these put the whole flow polytope into CP-SAT's
+    LP, where its cuts and branching work on it as HiGHS does on the MILP's (llama405b-tp8pp2-16's last case
+    of the split: INFEASIBLE in 21-104 s here, unsettled for hours by metric probes). Finding integer flows
+    is harder for CP-SAT than proposing circuits, so these serve proofs. Returns the flow variables' count."""
+    from .exact import layered_source
+    D = problem.traffic.bytes_.astype(np.float64)
+    C, allowance = flow_units(problem, ix, T)
+    u = problem.port_bytes_per_s * T / C
+    d = np.ceil(D / u - 1e-9).astype(np.int64)
+    loads: dict[tuple[int, int], list] = {a: [] for a in ix.arcs}
+    short = []
+    for k in (int(k) for k in ix.srcs):
+        dests = [int(v) for v in np.flatnonzero(d[k] > 0)]
+        top = int(d[k].sum())
+        g = {v: m.NewIntVar(0, int(d[k, v]), f"g_{k}_{v}") for v in dests}
+        _, _, _, relayed = layered_source(ix, k, dests, lambda name, v: m.NewIntVar(0, top if v is None else
+                                                                                      int(d[k, v]), name),
+                                          m.Add, sum, g, loads)
+        for v in dests:
+            short.append(int(d[k, v]) - g[v])
+            p = (min(k, v), max(k, v))
+            mm = int(d[k, v]) // C
+            if p in ix.max_x and mm + 1 <= ix.max_x[p] and int(d[k, v]) > C * mm:
+                # relayed >= (d - C x)+ on the convex hull over integer x, less what goes undelivered (d - g)
+                m.Add(relayed[v] + int(d[k, v]) - g[v] >= (int(d[k, v]) - C * mm) * (mm + 1 - x[p]))
+    for (a, b), terms in loads.items():
+        if terms:
+            m.Add(sum(terms) <= C * x[(min(a, b), max(a, b))])
+    m.Add(sum(short) <= allowance)
+    return sum(len(t) for t in loads.values())
+
+
 def exclude(m, xs: list, vals: np.ndarray) -> None:
     """A no-good row: CP-SAT variables `xs` take some value other than `vals`."""
     lits = []
@@ -167,12 +229,14 @@ def exclude(m, xs: list, vals: np.ndarray) -> None:
 
 
 def probe(problem: WiringProblem, ix, cuts: MetricCuts, T: float, deadline: float, params: SolveParams,
-          sym, per_switch: bool, hint: np.ndarray | None = None, case=None, labelled: bool = False):
+          sym, per_switch: bool, hint: np.ndarray | None = None, case=None, labelled: bool = False,
+          flows: bool = False):
     """Is there a wiring with time <= T? Returns ("infeasible", None, stats), ("found", (counts, time),
     stats) or ("unknown", None, stats) when the deadline came first. `hint` (circuits per pair, e.g. the
     best wiring's) steers CP-SAT's proposals towards its neighbourhood; `case` = (groups, case) restricts
     it to one case of the two-group split (`solvers.stages.add_case_rows_cpsat`), `labelled` to its labelled
-    form (only on `solvers.stages.symmetric_relaxation`, with `sym` from the case's labels)."""
+    form (only on `solvers.stages.symmetric_relaxation`, with `sym` from the case's labels). `flows` adds
+    the integer-flow relaxation (`flow_rows`): stronger proofs, slower proposals."""
     from ortools.sat.python import cp_model
 
     from .ctrl_c import CpsatCtrlC
@@ -183,6 +247,8 @@ def probe(problem: WiringProblem, ix, cuts: MetricCuts, T: float, deadline: floa
     need_of = lambda b: math.ceil(lam * b / B * (1 - 1e-9))
     y, x, _ = cpsat_topology(m, problem, ix, per_switch, need_of, sym)
     relay_count_rows(m, problem, ix, x, T / (1 - SHADE))
+    if flows:
+        flow_rows(m, problem, ix, x, T / (1 - SHADE))
     if case is not None:
         from .stages import add_case_rows_cpsat
         add_case_rows_cpsat(m, ix.pairs, x, case[0], case[1], labelled)

@@ -427,6 +427,7 @@ RINGS_SHARE = 0.7      # of the time left after it, for the ring-of-groups case 
 STAGES_FIRST_S = 120.0  # the plain model's first round before the case split
 QUICK_NET_MIN_S = 20.0  # left of the clock after the first round and the starts for the net test alone
 QUICK_NET_FIRST = (0.3, 0.5)   # its first tests' places between the bound and the answer, one per thread
+FLOW_SHARE = 0.5       # of a CP-SAT case probe's seconds, for its integer flows before its metric rows
 QUICK_NET_SHARE = 0.9  # of the time left, for it: the plain probes after it settle nothing on coupled groups
 CPSAT_FIRST_SHARE = 0.1   # CP-SAT's integer-routing round only supplies a first wiring; its probes do the rest
 CPSAT_FIRST_MAX_FLOWS = 100_000   # flow variables above which that round is skipped when a start is given
@@ -622,6 +623,37 @@ def _source_routing(prob, problem: WiringProblem, ix: _Index, D: np.ndarray, lam
     return loads, list(f.values())
 
 
+def layered_source(ix: _Index, k: int, dests: list[int], new_var, add, total, delivered: dict, loads: dict):
+    """One source's flows of the layered routing (`_layered_routing`; CP-SAT's integer flows in
+    `benders.flow_rows`): what goes straight to a destination (dr), the first hop of the rest (h, never
+    delivered where it lands) and its later hops (q), conserved at every accelerator, each destination v
+    getting delivered[v] of which dr[v] straight. `new_var(name, v)` makes a flow variable (v: the destination
+    of a straight one, else None), `add` adds a row, `total` sums; the flows join `loads` (arc -> terms).
+    Returns (dr, h, q, relayed: v -> delivered[v] - dr[v])."""
+    arcs = set(ix.arcs)
+    dr = {v: new_var(f"d_{k}_{v}", v) for v in dests if (k, v) in arcs}
+    h = {v: new_var(f"h_{k}_{v}", None) for v in range(ix.n) if (k, v) in arcs}
+    q = {(a, b): new_var(f"q_{k}_{a}_{b}", None) for (a, b) in ix.arcs if k not in (a, b)}
+    relayed = {v: delivered[v] - dr.get(v, 0) for v in dests}
+    for v, var in [*dr.items(), *h.items()]:
+        loads[(k, v)].append(var)
+    q_in: dict[int, list] = {}
+    q_out: dict[int, list] = {}
+    for (a, b), var in q.items():
+        loads[(a, b)].append(var)
+        q_out.setdefault(a, []).append(var)
+        q_in.setdefault(b, []).append(var)
+    add(total(h.values()) == total(relayed.values()))
+    for v in range(ix.n):
+        if v == k:
+            continue
+        into = total(q_in.get(v, []))
+        add(h.get(v, 0) + into == total(q_out.get(v, [])) + relayed.get(v, 0))
+        if v in relayed:
+            add(into >= relayed[v])          # what is delivered after a relay arrived on a later hop
+    return dr, h, q, relayed
+
+
 def _layered_routing(prob, ix: _Index, D: np.ndarray, cap: float, lam, lam_lo: float, x):
     """Source-aggregated flows split by hop: what goes straight to its destination (dir), the first hop of
     the rest (h, never delivered where it lands) and its later hops (q, which deliver it). Every routing
@@ -630,36 +662,15 @@ def _layered_routing(prob, ix: _Index, D: np.ndarray, cap: float, lam, lam_lo: f
     u = lam_lo D / cap circuits' worth relays at least cap (u - m)(m + 1 - x) over a pair with x circuits,
     m = floor(u) (the convex hull of max(0, u - x) on integer x, valid for every lam >= lam_lo)."""
     import pulp
-    n = ix.n
-    arcs = set(ix.arcs)
     loads: dict[tuple[int, int], list] = {arc: [] for arc in ix.arcs}
     flows = []
     ncut = 0
     for k in (int(k) for k in ix.srcs):
-        dests = [v for v in range(n) if D[k, v] > 0]
-        dr = {v: prob.add_variable(f"d_{k}_{v}", 0) for v in dests if (k, v) in arcs}
-        h = {v: prob.add_variable(f"h_{k}_{v}", 0) for v in range(n) if (k, v) in arcs}
-        q = {(a, b): prob.add_variable(f"q_{k}_{a}_{b}", 0) for (a, b) in ix.arcs if k not in (a, b)}
-        relayed = {v: lam * D[k, v] - dr.get(v, 0) for v in dests}
+        dests = [int(v) for v in np.flatnonzero(D[k] > 0)]
+        dr, h, q, relayed = layered_source(ix, k, dests, lambda name, v: prob.add_variable(name, 0),
+                                           prob.addConstraint, pulp.lpSum, {v: lam * D[k, v] for v in dests}, loads)
         for v, var in dr.items():
             prob += var <= lam * D[k, v]
-            loads[(k, v)].append(var)
-        for v, var in h.items():
-            loads[(k, v)].append(var)
-        qin: dict[int, list] = {}
-        qout: dict[int, list] = {}
-        for (a, b), var in q.items():
-            loads[(a, b)].append(var)
-            qout.setdefault(a, []).append(var)
-            qin.setdefault(b, []).append(var)
-        prob += pulp.lpSum(h.values()) == pulp.lpSum(relayed.values())
-        for v in range(n):
-            if v == k:
-                continue
-            into = pulp.lpSum(qin.get(v, []))
-            prob += h.get(v, 0) + into == pulp.lpSum(qout.get(v, [])) + relayed.get(v, 0)
-            if v in relayed:
-                prob += into >= relayed[v]          # what is delivered after a relay arrived on a later hop
         for v in dests:
             u = lam_lo * D[k, v] / cap
             m = math.floor(u)
@@ -937,23 +948,33 @@ def _metric_probes(problem: WiringProblem, params: SolveParams, t0: float, best:
     tried = None                 # the best wiring's time when a probe last tried to beat it
     interrupted = False
 
-    def case_probe(case, T: float, seconds: float, on=problem, cuts=cuts, labelled=False):
+    def case_probe(case, T: float, seconds: float, on=problem, cuts=cuts, labelled=False, flows=False):
         adj = best.artifact.adjacency()
         rows = _symmetry_rows(on, ix, _labels(ix, (tg.groups, case), True)) if labelled else sym
         verdict, found, _ = probe(on, ix, cuts, T, time.perf_counter() + seconds, params, rows, per_switch,
-                                  np.array([adj[p] for p in ix.pairs]), case=(tg.groups, case), labelled=labelled)
+                                  np.array([adj[p] for p in ix.pairs]), case=(tg.groups, case), labelled=labelled,
+                                  flows=flows)
         if verdict != "found":
             return verdict, None, None
+        kind = "integer-flow" if flows else "metric-inequality"
         return "found", _finish(problem, "cpsat", best.solver_version, params, time.perf_counter(),
                                 SolveStatus.FEASIBLE, Limit.NONE, _wiring_from(problem, found[0], {}), None,
-                                {"model": "metric-inequality probe, one case of the two-group split"}), None
+                                {"model": f"{kind} probe, one case of the two-group split"}), None
+
+    def flows_first(case, T: float, seconds: float, **kw):
+        """The case with CP-SAT's integer flows (proofs) in FLOW_SHARE of the seconds, then the metric probe
+        (wirings) in the rest."""
+        end = time.perf_counter() + seconds
+        verdict, res, b = case_probe(case, T, FLOW_SHARE * seconds, flows=True, **kw)
+        left = end - time.perf_counter()
+        return (verdict, res, b) if verdict != "unknown" or left < 1.0 else case_probe(case, T, left, **kw)
     prober = None
     if tg is not None and len(tg.groups) == 2:
         from .stages import relaxed_first, symmetric_relaxation
         relaxed = symmetric_relaxation(problem, tg)
         prober = case_probe
         if relaxed is not None:
-            prober = relaxed_first(partial(case_probe, on=relaxed, cuts=_injection_cuts(MetricCuts(relaxed, ix)),
+            prober = relaxed_first(partial(flows_first, on=relaxed, cuts=_injection_cuts(MetricCuts(relaxed, ix)),
                                            labelled=True), case_probe)
     best, bound, interrupted = _coupled_proofs(problem, params, t0, tg, best, bound, rounds, "cpsat", prober)
     while not interrupted:

@@ -259,6 +259,41 @@ def test_labelled_probes_never_close_a_case_the_instance_can_reach():
         assert res.objective <= T * (1 + 1e-6) and not wiring_violations(res.artifact)
 
 
+def test_cpsat_integer_flow_probes_close_what_the_milp_closes_and_nothing_it_reaches():
+    """CP-SAT's labelled case probe with integer flows (`benders.flow_rows`) against the MILP's on the same
+    relaxation and cases: never INFEASIBLE where the MILP finds a wiring, and it settles the cases the MILP
+    closes (the metric rows alone leave llama405b-tp8pp2-16's last case open for hours)."""
+    from dataclasses import replace
+
+    from solvers.benders import MetricCuts, probe
+    from solvers.exact import _index, _injection_cuts, _labels, _solve_milp, _symmetry_rows, _two_stage
+    p = pipeline(3, 4, 5e7)
+    tg = two_groups(p)
+    relaxed = symmetric_relaxation(p, tg)
+    ix = _index(relaxed)
+    cuts = _injection_cuts(MetricCuts(relaxed, ix))
+    T = PIPELINE_3X4_OPT * 1.05
+    params = SolveParams(time_limit_s=30, backend="highs")
+    reached = closed = 0
+    for xa in partitions(4, 3, 4):
+        for xb in partitions(4, 3, 4):
+            case = (4, xa, xb)
+            lab = _two_stage(relaxed, params, lambda q, prm, per_switch: _solve_milp(
+                q, prm, per_switch, cutoff=T, case=(tg.groups, case), labelled=True))
+            verdict, found, _ = probe(relaxed, ix, cuts, T, time.perf_counter() + 30, params,
+                                      _symmetry_rows(relaxed, ix, _labels(ix, (tg.groups, case), True)), False,
+                                      case=(tg.groups, case), labelled=True, flows=True)
+            if lab.status == SolveStatus.INFEASIBLE:
+                closed += 1
+                assert verdict == "infeasible", case
+            else:
+                reached += 1
+                assert verdict != "infeasible", case
+                if verdict == "found":
+                    assert found[1] <= T
+    assert reached >= 3 and closed >= 3
+
+
 @pytest.mark.parametrize("solver", ["milp", "cpsat"])
 def test_exact_solvers_run_the_case_split_when_they_have_the_time(monkeypatch, solver):
     p = pipeline(3, 4, 5e7)

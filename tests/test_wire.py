@@ -164,6 +164,50 @@ def test_cpsat_probe_rules_out_many_circuits_between_the_stages():
     assert verdict == "infeasible" and stats["proposals"] == 0
 
 
+def flow_model_status(p, T, x_of=None, allowance=None, monkeypatch=None):
+    """CP-SAT on the circuits and the integer-flow rows at T (circuits fixed to `x_of` when given)."""
+    from ortools.sat.python import cp_model
+    import solvers.benders as benders
+    from solvers.exact import _index, cpsat_topology
+    ix = _index(p)
+    if allowance is not None:
+        real = benders.flow_units
+        monkeypatch.setattr(benders, "flow_units", lambda *a: (real(*a)[0], allowance))
+    m = cp_model.CpModel()
+    _, x, _ = cpsat_topology(m, p, ix, False, sym=[])
+    benders.flow_rows(m, p, ix, x, T)
+    if x_of is not None:
+        for q in ix.pairs:
+            m.Add(x[q] == int(x_of[q]))
+    s = cp_model.CpSolver()
+    s.parameters.max_time_in_seconds = 60
+    s.parameters.num_workers = 2
+    return s.Solve(m)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_integer_flows_keep_every_wiring_at_its_own_time(seed, monkeypatch):
+    """CP-SAT's integer-flow rows (`benders.flow_rows`) are a relaxation of fractional routing: a wiring's
+    circuits route in them at the wiring's own time (the LP's), thanks to the rounding allowance (without it
+    the rounded-up demands do not fit on the saturated circuits); and below the optimum nothing routes."""
+    from ortools.sat.python import cp_model
+    rng = np.random.default_rng(seed)
+    t = rng.integers(0, 5, (6, 6)).astype(float) * 1e6 + rng.random((6, 6)) * 1e5
+    np.fill_diagonal(t, 0)
+    p = problem(t, 3)
+    ok = (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    best = wire(p, "milp", SolveParams(time_limit_s=60))
+    assert best.status == SolveStatus.OPTIMAL
+    for w in (best.artifact, wire(p, "expander", SolveParams(seed=seed)).artifact):
+        T = p.score(w)[0]
+        assert flow_model_status(p, T * (1 + 1e-9), w.adjacency()) in ok
+        assert flow_model_status(p, T * (1 - 1e-3), w.adjacency()) == cp_model.INFEASIBLE
+    assert flow_model_status(p, best.objective * (1 + 1e-9), best.artifact.adjacency(), 0,
+                             monkeypatch) == cp_model.INFEASIBLE
+    monkeypatch.undo()
+    assert flow_model_status(p, best.objective * (1 - 1e-3)) == cp_model.INFEASIBLE
+
+
 @pytest.mark.parametrize("solver", ["search", "lp-round"])
 def test_an_answer_the_bound_proves_is_optimal_with_no_limit(solver):
     # the ring wiring meets the injection bound: the clock that ended the search cut nothing that mattered
