@@ -427,8 +427,8 @@ RINGS_SHARE = 0.7      # of the time left after it, for the ring-of-groups case 
 STAGES_FIRST_S = 120.0  # the plain model's first round before the case split
 QUICK_NET_MIN_S = 20.0  # left of the clock after the first round and the starts for the net test alone
 QUICK_NET_FIRST = (0.3, 0.5)   # its first tests' places between the bound and the answer, one per thread
-FLOW_SHARE = 0.5       # of a CP-SAT case probe's seconds, for its integer flows before its metric rows
 QUICK_NET_SHARE = 0.9  # of the time left, for it: the plain probes after it settle nothing on coupled groups
+FLOW_SHARE = 0.5       # of a CP-SAT case probe's seconds, for its integer flows before its metric rows
 CPSAT_FIRST_SHARE = 0.1   # CP-SAT's integer-routing round only supplies a first wiring; its probes do the rest
 CPSAT_FIRST_MAX_FLOWS = 100_000   # flow variables above which that round is skipped when a start is given
                                   # (qwen3-235b-64: 258,000; building them took 9 s of its 1.5 s at 20 s)
