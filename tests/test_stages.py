@@ -305,6 +305,21 @@ def test_exact_solvers_run_the_case_split_when_they_have_the_time(monkeypatch, s
     assert not wiring_violations(res.artifact)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("k,ports,pp", [(3, 5, 1e8), (4, 4, 5e7), (4, 5, 2e8), (3, 4, 3e8), (4, 6, 1e8)])
+def test_cpsat_proves_pipelines_through_the_split_with_the_milps_optimum(monkeypatch, k, ports, pp):
+    # CP-SAT's proof runs through the case split and its integer-flow case probes, the MILP proves these in its
+    # first round: the same optimum either way (slow: a minute for the five)
+    monkeypatch.setattr(exact, "STAGES_MIN_S", 0.0)
+    p = pipeline(k, ports, pp)
+    milp = wire(p, "milp", SolveParams(time_limit_s=60, backend="highs"))
+    cpsat = wire(p, "cpsat", SolveParams(time_limit_s=60))
+    assert milp.status == cpsat.status == SolveStatus.OPTIMAL
+    assert cpsat.objective == pytest.approx(milp.objective, rel=1e-6)
+    assert any(r.get("status") == "case split" for r in cpsat.extra["rounds"])
+    assert not wiring_violations(cpsat.artifact)
+
+
 @pytest.mark.parametrize("solver", ["milp", "cpsat"])
 def test_exact_solvers_run_the_net_test_on_three_groups(monkeypatch, solver):
     p = stages(3, 3, 5, 5e7)
