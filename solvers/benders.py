@@ -205,12 +205,13 @@ def flow_rows(m, problem: WiringProblem, ix, x: dict, T: float) -> int:
                                                                                       int(d[k, v]), name),
                                           m.Add, sum, g, loads)
         for v in dests:
-            short.append(int(d[k, v]) - g[v])
+            dv = int(d[k, v])
+            short.append(dv - g[v])
             p = (min(k, v), max(k, v))
-            mm = int(d[k, v]) // C
-            if p in ix.max_x and mm + 1 <= ix.max_x[p] and int(d[k, v]) > C * mm:
+            mm = dv // C
+            if p in ix.max_x and mm + 1 <= ix.max_x[p] and dv > C * mm:
                 # relayed >= (d - C x)+ on the convex hull over integer x, less what goes undelivered (d - g)
-                m.Add(relayed[v] + int(d[k, v]) - g[v] >= (int(d[k, v]) - C * mm) * (mm + 1 - x[p]))
+                m.Add(relayed[v] + dv - g[v] >= (dv - C * mm) * (mm + 1 - x[p]))
     for (a, b), terms in loads.items():
         if terms:
             m.Add(sum(terms) <= C * x[(min(a, b), max(a, b))])

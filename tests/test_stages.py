@@ -263,8 +263,6 @@ def test_cpsat_integer_flow_probes_close_what_the_milp_closes_and_nothing_it_rea
     """CP-SAT's labelled case probe with integer flows (`benders.flow_rows`) against the MILP's on the same
     relaxation and cases: never INFEASIBLE where the MILP finds a wiring, and it settles the cases the MILP
     closes (the metric rows alone leave llama405b-tp8pp2-16's last case open for hours)."""
-    from dataclasses import replace
-
     from solvers.benders import MetricCuts, probe
     from solvers.exact import _index, _injection_cuts, _labels, _solve_milp, _symmetry_rows, _two_stage
     p = pipeline(3, 4, 5e7)
