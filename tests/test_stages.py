@@ -602,6 +602,38 @@ def test_the_rest_probes_net_rows_keep_a_wiring_with_more_circuits_across():
         assert verdict in ("found", "unsettled")
 
 
+@pytest.mark.parametrize("shape", [(4, 3, 3, 5e7), (4, 4, 5, 5e7), (3, 5, 6, 2e8)])
+def test_the_cut_rows_hold_on_every_wiring_at_its_own_time(shape):
+    """`rings._cut_rows` evaluated on a wiring in hand (its circuits as numbers, each row a bool): every row
+    holds at the wiring's own time, and at half that time (twice the circuits' worth to cross) some row
+    fails (the test can fail: a row rounded up past what circuits across can carry, or without them)."""
+    from solvers.rings import _cut_rows
+    p = stages(*shape)
+    w = wire(p, "search", SolveParams(time_limit_s=2, seed=0)).artifact
+    time_w, _ = p.score(w, "optimal")
+    ug, adj = uniform_groups(p), w.adjacency()
+    n = ug.n
+    circuits = lambda a, b: int(adj[a, b])
+    mine = {a: g for g, grp in enumerate(ug.groups) for a in grp}
+    xs = {g * n + i: sum(circuits(a, b) for b in range(p.accelerators) if mine[b] != g)
+          for g, grp in enumerate(ug.groups) for i, a in enumerate(grp)}
+    Y = lambda g, i, j: circuits(ug.groups[g][i], ug.groups[g][j])
+
+    class Rows:
+        def __init__(self):
+            self.held = []
+
+        def addConstr(self, holds):
+            self.held.append(bool(holds))
+
+    for T, every in ((time_w * (1 + 1e-9), True), (time_w / 2, False)):
+        rows = Rows()
+        count = _cut_rows(rows, ug, T, Y, xs, lambda g, i: g * n + i)
+        assert count == len(rows.held) == len(ug.groups) * 2 * (2 ** (n - 1) - 1)
+        assert all(rows.held) == every
+    assert any(xs.values())                         # the wiring has circuits across (the rows' bypass term)
+
+
 def test_the_screen_refutes_what_the_probes_refute_and_keeps_what_they_find():
     """Four stages of three at the best wiring's time (1 + 1e-6): a group-level case with 13 placings, the
     last of which a probe finds a wiring in. The screen (one LP, warm-started, certificates kept) refutes
