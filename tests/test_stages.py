@@ -606,7 +606,8 @@ def test_the_rest_probes_net_rows_keep_a_wiring_with_more_circuits_across():
 def test_the_cut_rows_hold_on_every_wiring_at_its_own_time(shape):
     """`rings._cut_rows` evaluated on a wiring in hand (its circuits as numbers, each row a bool): every row
     holds at the wiring's own time, and at half that time (twice the circuits' worth to cross) some row
-    fails (the test can fail: a row rounded up past what circuits across can carry, or without them)."""
+    fails (the test can fail: rows without the circuits across, the way out of the group, break on one of
+    these wirings; a row rounded one circuit too high does not show here, the searched wirings have slack)."""
     from solvers.rings import _cut_rows
     p = stages(*shape)
     w = wire(p, "search", SolveParams(time_limit_s=2, seed=0)).artifact
