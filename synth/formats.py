@@ -527,18 +527,44 @@ def write_xconnect(w: Wiring, folder: str | os.PathLike) -> list[str]:
 
 
 def read_xconnect(texts: Mapping[int, str], layout: OCSLayout) -> list[Circuit]:
-    """Circuits back from cross-connect tables (the inverse of :func:`xconnect_tables`)."""
+    """Circuits back from cross-connect tables (the inverse of :func:`xconnect_tables`). A table that does not
+    fit the layout (a bad header or row, a port not on that switch, a port in two cross-connects) raises
+    InvalidInput naming the switch's table and the row."""
     back = {}
     a_idx, k_idx = np.nonzero(layout.switch_of_port >= 0)
     for a, k in zip(a_idx.tolist(), k_idx.tolist()):
         back[(int(layout.switch_of_port[a, k]), int(layout.ocs_port[a, k]))] = (a, k)
-    out = []
+    out, used = [], set()
     for s, text in texts.items():
-        for i, row in enumerate(csv.reader(io.StringIO(text))):
-            if i == 0 or not row:
+        source = f"switch-{s:03d}.csv"
+        rows = list(csv.reader(io.StringIO(text)))
+        if not rows or ",".join(c.strip() for c in rows[0]) != XCONNECT_HEADER:
+            raise InvalidInput(f"the first row must be {XCONNECT_HEADER!r}", field="header", source=source)
+        for i, row in enumerate(rows[1:], 2):
+            if not row:
                 continue
-            sw, pin, pout = (int(x) for x in row)
-            (a, ap), (b, bp) = back[(sw, pin)], back[(sw, pout)]
+            where = f"row {i}"
+            try:
+                sw, pin, pout = (int(x) for x in row)
+            except ValueError:
+                raise InvalidInput(f"expected three integers (switch, port_in, port_out), got {row!r}",
+                                   field=where, source=source) from None
+            if sw != s:
+                raise InvalidInput(f"names switch {sw} in the table of switch {s}", field=f"{where}.switch",
+                                   source=source)
+            ends = []
+            for name, port in (("port_in", pin), ("port_out", pout)):
+                if (sw, port) not in back:
+                    raise InvalidInput(f"switch {sw} has no port {port} in this layout", field=f"{where}.{name}",
+                                       source=source)
+                if (sw, port) in used:
+                    raise InvalidInput(f"port {port} is already cross-connected", field=f"{where}.{name}",
+                                       source=source)
+                used.add((sw, port))
+                ends.append(back[(sw, port)])
+            (a, ap), (b, bp) = ends
+            if a == b:
+                raise InvalidInput(f"joins two ports of accelerator {a}", field=where, source=source)
             out.append(Circuit(sw, a, ap, b, bp))
     return out
 

@@ -182,6 +182,21 @@ def test_write_xconnect_files(tmp_path):
     assert open(paths[0]).read().count("\n") == 3
 
 
+@pytest.mark.parametrize("edit, match", [
+    (lambda t: t.replace("switch,port_in,port_out", "a,b,c"), r"switch-000.csv: header: the first row"),
+    (lambda t: t + "0,x,1\n", r"switch-000.csv: row 4: expected three integers"),
+    (lambda t: t + "1,0,1\n", r"switch-000.csv: row 4.switch: names switch 1"),
+    (lambda t: t + "0,0,9\n", r"switch-000.csv: row 4.port_in: port 0 is already cross-connected"),
+    (lambda t: t.replace("0,0,", "0,7,"), r"switch-000.csv: row 2.port_in: switch 0 has no port 7"),
+])
+def test_read_xconnect_names_the_table_and_row(edit, match):
+    w = Wiring.from_pairs(4, 2, [(0, 1), (2, 3), (0, 2), (1, 3)])
+    tables = xconnect_tables(w)
+    assert tables[0].startswith("switch,port_in,port_out\n0,0,")
+    with pytest.raises(InvalidInput, match=match):
+        read_xconnect({**tables, 0: edit(tables[0])}, w.layout)
+
+
 def test_proof_log_keeps_what_proves_most_and_survives_a_torn_line(tmp_path):
     path = tmp_path / "proof.jsonl"
     log = open_proof_log(path)
