@@ -424,6 +424,8 @@ STAGES_SHARE = 0.8     # of the time left, for the case split and its probes
 GROUPS_SHARE = 0.6     # of the time left, for the net test of three or more groups
 NET_SETTLE = 0.1       # the net test stops refining a bound below its root this close to it when the rings follow
 RINGS_SHARE = 0.7      # of the time left after it, for the ring-of-groups case probes (solvers/rings.py)
+RINGS_LOG_SHARE = 0.95  # that share on a run with a proof log: it is there to prove, and the plain probes
+                        # after the rings settle nothing on coupled groups (llama405b-tp8pp4-32)
 STAGES_FIRST_S = 120.0  # the plain model's first round before the case split
 QUICK_NET_MIN_S = 20.0  # left of the clock after the first round and the starts for the net test alone
 QUICK_NET_FIRST = (0.3, 0.5)   # its first tests' places between the bound and the answer, one per thread
@@ -508,11 +510,12 @@ def _groups_rings(problem: WiringProblem, params: SolveParams, t0: float, ug, be
                   rounds: list, name: str) -> tuple[SolveResult, float, bool]:
     """Three to RING_MAX_GROUPS coupled groups, after the net test (whose bound stands whatever these do):
     the ring-of-groups case probes (solvers/rings.py) at the best answer's time less half the gap, in
-    RINGS_SHARE of the time left; again at each better wiring a probe finds. Every case infeasible raises the
-    bound to that time. Returns (best, bound, interrupted)."""
+    RINGS_SHARE of the time left (RINGS_LOG_SHARE with a proof log); again at each better wiring a probe
+    finds. Every case infeasible raises the bound to that time. Returns (best, bound, interrupted)."""
     from .rings import fingerprint, ring_bound
     say = params.progress or (lambda msg: None)
-    end = time.perf_counter() + RINGS_SHARE * (params.time_limit_s - (time.perf_counter() - t0))
+    share = RINGS_SHARE if params.proof_log is None else RINGS_LOG_SHARE
+    end = time.perf_counter() + share * (params.time_limit_s - (time.perf_counter() - t0))
     while best.objective - bound > params.rel_gap * best.objective and end - time.perf_counter() > 1.0:
         T = best.objective * (1 - params.rel_gap / 2)
         if params.proof_log is not None:       # go on at the time the log's proof was started at, in the gap

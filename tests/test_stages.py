@@ -815,6 +815,26 @@ def test_the_rings_go_on_at_the_time_a_proof_log_was_started_at_when_it_meets_th
     assert (best.objective - asked[0]) / best.objective < 1e-6
 
 
+
+def test_a_run_with_a_proof_log_gives_the_rings_nearly_all_its_clock(monkeypatch):
+    """The rings' share of the time left: RINGS_SHARE on a plain run, RINGS_LOG_SHARE with a proof log (a
+    proof run; the plain probes after the rings settle nothing on coupled groups)."""
+    from types import SimpleNamespace
+
+    from solvers import rings
+    from synth.model import ProofLog
+    p = stages(4, 2, 3, 5e7)
+    ug, best = uniform_groups(p), SimpleNamespace(objective=0.00525, solver_version="x")
+    given: list = []
+    monkeypatch.setattr(rings, "ring_bound", lambda problem, ug, T, deadline, *a:
+                        (given.append(deadline - time.perf_counter()), ("open", None, {}))[1])
+    for log, share in ((None, exact.RINGS_SHARE), (ProofLog(), exact.RINGS_LOG_SHARE)):
+        given.clear()
+        exact._groups_rings(p, SolveParams(time_limit_s=1000, proof_log=log), time.perf_counter(), ug, best, 0.0,
+                            [], "milp")
+        assert given and given[0] == pytest.approx(share * 1000, abs=1.0)
+    assert exact.RINGS_LOG_SHARE > exact.RINGS_SHARE
+
 def test_a_proof_log_splits_unsettled_cases_again_and_gives_placings_a_longer_clock(monkeypatch):
     """Every probe unsettled: the next run with the log skips the short probes it already tried at T and
     splits them straight away, and probes each placing with RETRY times its clock."""
