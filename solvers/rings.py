@@ -978,6 +978,8 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
                 if log is not None:
                     log.add(fp, key, {"verdict": "infeasible", "T": T, "clock_s": round(clock, 3)})
             return "infeasible", None
+        if live.stopped:                # Ctrl-C or a failure elsewhere: the screen's LP was cancelled
+            return "open", None
         if screen is not None and level == "partial" and screen.H is not None:
             # its LP feasible, its short probe all but never settles it (llama405b-tp8pp4-32: 0 of 53 in 4 s,
             # 3.7 s each): split it at once (its placings meet the screen too), no verdict to log
@@ -985,6 +987,8 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
                 levels[level]["split unprobed"] += 1
             return "unsettled", None
         verdict, circuits = probe(problem, ug, bl, T, case, rho, clock, n_threads, live)
+        if live.stopped and verdict == "unsettled":     # cancelled, not tried: nothing to log
+            return "open", None
         with lock:
             levels[level][verdict] += 1
             if log is not None and verdict in ("infeasible", "unsettled"):
@@ -994,7 +998,7 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
 
     def run(case):
         left = deadline - time.perf_counter()
-        if left < 1.0:
+        if left < 1.0 or live.stopped:
             return case, "open", None, 0.0
         t1 = time.perf_counter()
         if split is not None and case[0] == "rest":
@@ -1010,9 +1014,10 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
         """One case of the split: a short probe, and when that leaves it unsettled, its cases one level down
         (patterns -> circuits between groups -> one group's circuits on accelerators -> all circuits on
         accelerators: `members`, the placings a partial case holds), depth first; "found" ends it. Below a
-        group-level case, its `Screen` goes first."""
+        group-level case, its `Screen` goes first. Out of time or stopped (`live`: Ctrl-C, or a failure in
+        another worker), "open" at once: the cases left are not asked, so none is logged as tried."""
         left = deadline - time.perf_counter()
-        if left < 1.0:
+        if left < 1.0 or live.stopped:
             return "open", None
         verdict, circuits = ask(case, level, SPLIT_S[level], 1, screen)
         if verdict != "unsettled" or level == "fixed":

@@ -380,6 +380,7 @@ def test_the_search_bounds_coupled_groups_by_the_net_test_beside_it(monkeypatch)
     assert res.bound == pytest.approx(min(res.objective, max(named.values())), rel=1e-12)
     assert res.bound <= PIPELINE_3X4_OPT * (1 + 1e-9) and not wiring_violations(res.artifact)
 
+
 def test_ctrl_c_while_waiting_for_the_net_test_beside_the_search():
     """The search has answered and the net test beside it still runs: Ctrl-C stops it at once, the answer
     stands with limit "interrupt" and the bound of the tests that ended (never above the optimum)."""
@@ -410,6 +411,7 @@ def test_ctrl_c_while_waiting_for_the_net_test_beside_the_search():
     assert out.limit == Limit.INTERRUPT and out.artifact.solve["limit"] == "interrupt"
     assert res.bound <= out.bound <= PIPELINE_3X4_OPT * (1 + 1e-9)
     assert out.bound == out.artifact.solve["bound"] and not wiring_violations(out.artifact)
+
 
 def test_highs_thread_counts_can_change_within_a_process():
     """HiGHS keeps a scheduler per thread sized by the first solve; a later solve with another count used to
@@ -551,6 +553,32 @@ def test_ctrl_c_reaches_a_ring_probe(monkeypatch, ctrl_c_on):
     finally:
         timer.cancel()
     assert time.perf_counter() - t0 < 20
+
+
+def test_a_stop_in_the_rings_split_asks_nothing_more_and_logs_nothing_untried(monkeypatch):
+    """The stop that Ctrl-C (or a failure in another worker) sends `parallel`'s workers, while a placing is
+    probed: the split asks nothing more and the log holds no case as tried that was not (the test can fail:
+    the split used to walk every placing left, each probe cancelled at once and logged "unsettled", so the
+    next run gave each RETRY times the clock; on llama405b-tp8pp4-32 the command ran on for minutes after a
+    Ctrl-C). A real SIGINT reaching the workers: `test_ctrl_c_reaches_a_ring_probe`."""
+    from solvers import rings
+    from synth.model import ProofLog
+    p = stages(4, 2, 3, 5e7)
+    ug, T = uniform_groups(p), 0.00525 * (1 - 5e-7)
+    asked: list = []
+
+    def probe(problem, ug, bl, T, case, rho, seconds, threads, live):
+        asked.append((case[0], live.stopped))
+        if case[0] == "fixed":
+            live.cancel()                              # as `parallel` does on Ctrl-C, while this model runs
+        return "unsettled", None                       # its model cancelled
+    monkeypatch.setattr(rings, "probe", probe)
+    monkeypatch.setattr(rings.Screen, "refutes", lambda self, case, clock: False)    # every placing probed
+    log = ProofLog()
+    verdict, _, info = rings.ring_bound(p, ug, T, time.perf_counter() + 300, 1, log=log)
+    assert verdict == "open"
+    assert [a for a in asked if a[1] or a[0] == "fixed"] == [("fixed", False)]   # the one it came in, no other
+    assert not any(json.loads(case)[0] == "fixed" for _, case in log.entries)
 
 
 def test_the_rest_probes_net_rows_keep_a_wiring_with_more_circuits_across():
@@ -834,6 +862,7 @@ def test_a_run_with_a_proof_log_gives_the_rings_nearly_all_its_clock(monkeypatch
                             [], "milp")
         assert given and given[0] == pytest.approx(share * 1000, abs=1.0)
     assert exact.RINGS_LOG_SHARE > exact.RINGS_SHARE
+
 
 def test_a_proof_log_splits_unsettled_cases_again_and_gives_placings_a_longer_clock(monkeypatch):
     """Every probe unsettled: the next run with the log skips the short probes it already tried at T and
