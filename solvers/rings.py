@@ -57,8 +57,9 @@ Across runs (`ring_bound`'s `log`, `ocs-synth wire --proof-log`): a verdict is a
 at T, so a case infeasible at T stays infeasible below it (a wiring that reaches a time reaches every time
 above it); the log keys each case by a hash of what the probes read (`fingerprint`) and `case_key`.
 No wiring reaches T when every probe is infeasible. The rest runs first (with every thread; split by
-patterns, `threads` cases at a time, one thread each, each case depth first: `pattern_cases`), the cycles
-after it only when it is infeasible, two at a time. A probe that finds a wiring gives its circuits to the
+patterns: `pattern_cases`, each one's short probe `threads` at a time, one thread each; then the
+pair-of-groups cases of every pattern case those leave, all in one queue, `threads` at a time, each depth
+first below it: `by_groups`), the cycles after it only when it is infeasible, two at a time. A probe that finds a wiring gives its circuits to the
 caller, which scores them on the instance.
 
 Measured (BENCHMARKS.md, "The ring of groups as whole-instance probes"): llama405b-tp8pp4-32 at the best
@@ -997,23 +998,79 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
         return verdict, circuits
 
     def run(case):
+        """A whole case; or a pattern case of the split, its short probe only (`by_groups` splits it)."""
         left = deadline - time.perf_counter()
         if left < 1.0 or live.stopped:
             return case, "open", None, 0.0
         t1 = time.perf_counter()
         if split is not None and case[0] == "rest":
-            verdict, circuits = settle(case, "patterns")
-            with lock:                  # progress on a run of hours: one line per case of the split
-                settled[0] += 1
-                say(f"rings: {settled[0]}/{len(rest)} {_name(case)}: {verdict} ({time.perf_counter() - t1:.0f} s)")
+            verdict, circuits = ask(case, "patterns", SPLIT_S["patterns"], 1)
         else:
             verdict, circuits = ask(case, "whole", left, threads if case[0] == "rest" else 1)
         return case, verdict, circuits, time.perf_counter() - t1
 
+    def tell(case, verdict: str, wall: float) -> None:
+        """Progress on a run of hours: one line per pattern case of the split as it settles."""
+        with lock:
+            settled[0] += 1
+            say(f"rings: {settled[0]}/{len(rest)} {_name(case)}: {verdict} ({wall:.0f} s)")
+
+    def by_groups(done: list) -> list:
+        """The pattern cases their short probes leave unsettled, split by the circuits between groups: every
+        pair-of-groups case of all of them, `threads` at a time, each depth first below it (`settle`), so the
+        last and heaviest pattern cases do not hold one thread while the others idle (llama405b-tp8pp4-32's
+        (2,2,1,1) x 4: 25 such cases, hours on one thread). A pattern case is infeasible once all its cases
+        are, found when one is. Returns `done` with each pattern case's verdict and thread-seconds."""
+        for case, verdict, _, wall in done:
+            if verdict != "unsettled":
+                tell(case, verdict, wall)
+        # per pattern case: [its cases' worst verdict so far, a found wiring, thread-seconds, cases left]
+        parents = {case: ["infeasible", None, wall, 0] for case, verdict, _, wall in done if verdict == "unsettled"}
+        kids = [(case, ("rest", case[1], b)) for case in parents for b in group_graphs(case[1], demand_pairs)]
+        for case, _ in kids:
+            parents[case][3] += 1
+        rank = {"infeasible": 0, "unsettled": 1, "open": 2, "found": 3}
+
+        def close(parent) -> None:
+            """The last case of `parent` has its verdict (or it had none to split into)."""
+            entry = parents[parent]
+            if entry[0] == "infeasible" and log is not None:    # settled by its cases: the next run needs none
+                with lock:
+                    log.add(fp, case_key(parent), {"verdict": "infeasible", "T": T, "clock_s": SPLIT_S["patterns"]})
+            tell(parent, entry[0], entry[2])
+
+        for parent, entry in parents.items():
+            if entry[3] == 0:               # no circuits between the groups fit the patterns
+                close(parent)
+
+        def one(item):
+            parent, kid = item
+            with lock:
+                skip = parents[parent][0] == "found"
+            t1 = time.perf_counter()
+            verdict, circuits = ("open", None) if skip else settle(kid, "groups")
+            with lock:
+                entry = parents[parent]
+                entry[2] += time.perf_counter() - t1
+                entry[3] -= 1
+                if rank[verdict] > rank[entry[0]]:
+                    entry[0] = verdict
+                    entry[1] = circuits if verdict == "found" else entry[1]
+                last = entry[3] == 0
+            if last:
+                close(parent)
+            return item
+
+        parallel(one, kids, threads if len(kids) > 1 else 1, live)
+        return [(case, verdict, circuits, wall) if case not in parents else
+                (case, "open" if parents[case][3] else parents[case][0], parents[case][1], parents[case][2])
+                for case, verdict, circuits, wall in done]
+
     def settle(case, level: str, members: list | None = None, screen: Screen | None = None):
-        """One case of the split: a short probe, and when that leaves it unsettled, its cases one level down
-        (patterns -> circuits between groups -> one group's circuits on accelerators -> all circuits on
-        accelerators: `members`, the placings a partial case holds), depth first; "found" ends it. Below a
+        """One case of the split below a pattern case (`by_groups`): a short probe, and when that leaves it
+        unsettled, its cases one level down (circuits between groups -> one group's circuits on accelerators
+        -> all circuits on accelerators: `members`, the placings a partial case holds), depth first; "found"
+        ends it. Below a
         group-level case, its `Screen` goes first. Out of time or stopped (`live`: Ctrl-C, or a failure in
         another worker), "open" at once: the cases left are not asked, so none is logged as tried."""
         left = deadline - time.perf_counter()
@@ -1022,9 +1079,7 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
         verdict, circuits = ask(case, level, SPLIT_S[level], 1, screen)
         if verdict != "unsettled" or level == "fixed":
             return verdict, circuits
-        if level == "patterns":
-            kids = [(("rest", case[1], b), "groups", None) for b in group_graphs(case[1], demand_pairs)]
-        elif level == "groups":
+        if level == "groups":
             screen = Screen(problem, ug, bl, T, case[1], case[2], rho, live)
             placed = structures(case[1], case[2], ug.n, MAX_PLACINGS)
             parts = partials(case[1], case[2], placed, ug.n)
@@ -1054,8 +1109,11 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
     found = None
     # the rest first, on its own: the cycles prove nothing unless it closes too (llama405b-tp8pp4-32: each
     # cycle 0.2-0.4 h, the rest unsettled after 1 h), and its wirings are the likelier better ones; split by
-    # patterns, its cases `threads` at a time (in workers: Ctrl-C reaches the waiting main thread)
+    # patterns, its cases' short probes `threads` at a time (in workers: Ctrl-C reaches the waiting main
+    # thread), then the pair-of-groups cases of those left
     done = parallel(run, rest, threads if len(rest) > 1 else 1, live)
+    if split is not None:
+        done = by_groups(done)
     if all(verdict == "infeasible" for _, verdict, _, _ in done):
         done += parallel(run, cycles, threads, live)
     for case, verdict, circuits, wall in done:

@@ -555,6 +555,40 @@ def test_ctrl_c_reaches_a_ring_probe(monkeypatch, ctrl_c_on):
     assert time.perf_counter() - t0 < 20
 
 
+def test_one_pattern_cases_pair_of_groups_cases_share_the_threads(monkeypatch):
+    """One pattern case left by its short probe (as the proof's last, (2,2,1,1) x 4, with 25 pair-of-groups
+    cases): its cases below run on every thread, not one, and once all are infeasible the pattern case is
+    logged infeasible and the instance closed (the test can fail: the split used to take each pattern case
+    depth first on one thread, so the last one held one core for hours while the other idled)."""
+    import threading
+
+    from solvers import rings
+    from synth.model import ProofLog
+    p = stages(4, 2, 3, 5e7)
+    ug, T = uniform_groups(p), 0.00525 * (1 - 5e-7)
+    pairs = {(min(g, h), max(g, h)) for g, h in rings.blocks(p, ug)}
+    lock, chosen, ran = threading.Lock(), [], []
+
+    def probe(problem, ug, bl, T, case, rho, seconds, threads, live):
+        if case[0] == "rest" and len(case) == 2:            # a pattern case's short probe
+            with lock:
+                if not chosen and len(rings.group_graphs(case[1], pairs)) >= 4:
+                    chosen.append(case)
+                    return "unsettled", None
+            return "infeasible", None
+        if case[0] == "rest":                              # one of its pair-of-groups cases
+            ran.append(threading.current_thread().name)
+            time.sleep(0.1)
+        return "infeasible", None
+    monkeypatch.setattr(rings, "probe", probe)
+    log = ProofLog()
+    verdict, _, info = rings.ring_bound(p, ug, T, time.perf_counter() + 300, 2, log=log)
+    assert chosen and len(ran) == len(rings.group_graphs(chosen[0][1], pairs))
+    assert len(set(ran)) == 2
+    assert log.get(rings.fingerprint(p, ug), rings.case_key(chosen[0]))["verdict"] == "infeasible"
+    assert verdict == "closed"
+
+
 def test_a_stop_in_the_rings_split_asks_nothing_more_and_logs_nothing_untried(monkeypatch):
     """The stop that Ctrl-C (or a failure in another worker) sends `parallel`'s workers, while a placing is
     probed: the split asks nothing more and the log holds no case as tried that was not (the test can fail:
