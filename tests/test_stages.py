@@ -877,7 +877,6 @@ def test_the_rings_go_on_at_the_time_a_proof_log_was_started_at_when_it_meets_th
     assert (best.objective - asked[0]) / best.objective < 1e-6
 
 
-
 def test_a_run_with_a_proof_log_gives_the_rings_nearly_all_its_clock(monkeypatch):
     """The rings' share of the time left: RINGS_SHARE on a plain run, RINGS_LOG_SHARE with a proof log (a
     proof run; the plain probes after the rings settle nothing on coupled groups)."""
