@@ -59,8 +59,8 @@ above it); the log keys each case by a hash of what the probes read (`fingerprin
 No wiring reaches T when every probe is infeasible. The rest runs first (with every thread; split by
 patterns: `pattern_cases`, each one's short probe `threads` at a time, one thread each; then the
 pair-of-groups cases of every pattern case those leave, all in one queue, `threads` at a time, each depth
-first below it: `by_groups`), the cycles after it only when it is infeasible, two at a time. A probe that finds a wiring gives its circuits to the
-caller, which scores them on the instance.
+first below it: `by_groups`), the cycles after it only when it is infeasible, two at a time. A probe that
+finds a wiring gives its circuits to the caller, which scores them on the instance.
 
 Measured (BENCHMARKS.md, "The ring of groups as whole-instance probes"): llama405b-tp8pp4-32 at the best
 wiring less 5e-7, HiGHS: all three cycles infeasible (713-957 s each, two at a time; 163, 233 and 0.7 s with

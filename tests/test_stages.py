@@ -589,6 +589,34 @@ def test_one_pattern_cases_pair_of_groups_cases_share_the_threads(monkeypatch):
     assert verdict == "closed"
 
 
+def test_a_wiring_found_below_a_pattern_case_is_what_the_rings_return(monkeypatch):
+    """A pair-of-groups case's probe finds a wiring: the rings return it ("found") for the caller to score,
+    its pattern case is not logged infeasible, and that pattern case's other cases are not asked (the test
+    can fail: a queue that dropped a case's verdict or circuits would return "closed" or none)."""
+    from solvers import rings
+    from synth.model import ProofLog
+    p = stages(4, 2, 3, 5e7)
+    ug, T = uniform_groups(p), 0.00525 * (1 - 5e-7)
+    pairs = {(min(g, h), max(g, h)) for g, h in rings.blocks(p, ug)}
+    chosen, below, wiring = [], [], {(0, 2): 1}
+
+    def probe(problem, ug, bl, T, case, rho, seconds, threads, live):
+        if case[0] == "rest" and len(case) == 2:
+            if not chosen and len(rings.group_graphs(case[1], pairs)) >= 3:
+                chosen.append(case)
+                return "unsettled", None
+            return "infeasible", None
+        if case[0] == "rest":
+            below.append(case)
+            return "found", wiring
+        return "infeasible", None
+    monkeypatch.setattr(rings, "probe", probe)
+    log = ProofLog()
+    verdict, circuits, info = rings.ring_bound(p, ug, T, time.perf_counter() + 300, 1, log=log)
+    assert verdict == "found" and circuits == wiring and len(below) == 1
+    assert log.get(rings.fingerprint(p, ug), rings.case_key(chosen[0]))["verdict"] == "unsettled"   # its short probe's
+
+
 def test_a_stop_in_the_rings_split_asks_nothing_more_and_logs_nothing_untried(monkeypatch):
     """The stop that Ctrl-C (or a failure in another worker) sends `parallel`'s workers, while a placing is
     probed: the split asks nothing more and the log holds no case as tried that was not (the test can fail:
