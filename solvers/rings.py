@@ -1070,9 +1070,9 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
         """One case of the split below a pattern case (`by_groups`): a short probe, and when that leaves it
         unsettled, its cases one level down (circuits between groups -> one group's circuits on accelerators
         -> all circuits on accelerators: `members`, the placings a partial case holds), depth first; "found"
-        ends it. Below a
-        group-level case, its `Screen` goes first. Out of time or stopped (`live`: Ctrl-C, or a failure in
-        another worker), "open" at once: the cases left are not asked, so none is logged as tried."""
+        ends it. Below a group-level case, its `Screen` goes first. Out of time or stopped (`live`: Ctrl-C,
+        or a failure in another worker), "open" at once: the cases left are not asked, so none is logged as
+        tried."""
         left = deadline - time.perf_counter()
         if left < 1.0 or live.stopped:
             return "open", None
