@@ -55,7 +55,8 @@ probe; its 12 group-level cases: 8 infeasible in 1-50 s, the rest's placings (16
 infeasible in < 1 s.
 Across runs (`ring_bound`'s `log`, `ocs-synth wire --proof-log`): a verdict is a fact about the instance
 at T, so a case infeasible at T stays infeasible below it (a wiring that reaches a time reaches every time
-above it); the log keys each case by a hash of what the probes read (`fingerprint`) and `case_key`.
+above it); the log keys each case by a hash of what the probes read (`fingerprint`) and `case_key`, and
+keeps the pattern tables' values at T too (`pattern_bounds`: 175 s of llama405b-tp8pp4-32's resumed runs).
 No wiring reaches T when every probe is infeasible. The rest runs first (with every thread; split by
 patterns: `pattern_cases`, each one's short probe `threads` at a time, one thread each; then the
 pair-of-groups cases of every pattern case those leave, all in one queue, `threads` at a time, each depth
@@ -147,11 +148,14 @@ def _connected(factor, pairs: set[tuple[int, int]]) -> bool:
 
 
 def pattern_bounds(ug: UniformGroups, T: float, deadline: float, threads: int = 1,
-                   live: Live | None = None) -> dict[tuple[float, float], dict]:
+                   live: Live | None = None, log=None, fp: str = "") -> dict[tuple[float, float], dict]:
     """Per kind of group (bytes out, bytes in per accelerator): rho of x = (1), (2), (1, 1), of every cross
     total 3..RHO_C and of more ("more"), from the one-group model at T (inf: infeasible; a model stopped by
-    the deadline gives its dual bound). TimeoutError when the deadline passes first."""
+    the deadline gives its dual bound). TimeoutError when the deadline passes first. With a proof `log`
+    (and the instance's `fingerprint` `fp`) each model's value is read from it when it holds one at exactly
+    T, and added to it when the model ran to its end (a value cut short is valid but weaker: not kept)."""
     live = Live() if live is None else live
+    lock = threading.Lock()
     kinds = list(dict.fromkeys(zip(ug.out_b, ug.in_b)))
     totals = list(range(1, RHO_C + 1)) + ["more"]
     span = {c: (RHO_C + 1, None) if c == "more" else (c, c) for c in totals}
@@ -169,13 +173,26 @@ def pattern_bounds(ug: UniformGroups, T: float, deadline: float, threads: int = 
 
     def run(job):
         kind, what, x, across = job
+        key = json.dumps(["table", list(kind), what, None if x is None else list(x), list(across)])
+        if log is not None:
+            with lock:
+                e = log.get(fp, key)
+            if e is not None and e["verdict"] == "bound" and e["T"] == T:
+                return e["value"]
         left = deadline - time.perf_counter()
         if left <= 0:
             raise TimeoutError
         one = ug.kind(*kind)
+        t1 = time.perf_counter()
         if what == "net":
-            return net_term(one, x, T, left, live, across)
-        return group_relays(one, 0, x, T, time_limit_s=left, live=live, across=across)
+            v = net_term(one, x, T, left, live, across)
+        else:
+            v = group_relays(one, 0, x, T, time_limit_s=left, live=live, across=across)
+        took = time.perf_counter() - t1
+        if log is not None and not live.stopped and took < left - 1.0:     # ran to its end
+            with lock:
+                log.add(fp, key, {"verdict": "bound", "T": T, "clock_s": round(took, 3), "value": float(v)})
+        return v
 
     out: dict = {kind: {} for kind in kinds}
     for (kind, *_), key, v in zip(jobs, keys, parallel(run, jobs, threads, live)):
@@ -934,8 +951,10 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
     if bl is None:
         return "not applicable", None, {**info, "verdict": "not applicable"}
     live = Live()
+    fp = fingerprint(problem, ug) if log is not None else ""
     try:
-        rho = pattern_bounds(ug, T, deadline, threads, live)
+        rho = (pattern_bounds(ug, T, deadline, threads, live) if log is None else
+               pattern_bounds(ug, T, deadline, threads, live, log=log, fp=fp))
     except TimeoutError:
         return "open", None, {**info, "verdict": "out of time in the group models"}
     info["rho"] = {f"{o:g}/{i:g} B": _table(r) for (o, i), r in rho.items()}
@@ -954,7 +973,6 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
                                     "split unprobed"), 0)
               for level in (*SPLIT_S, "whole")}
     lock, settled = threading.Lock(), [0]
-    fp = fingerprint(problem, ug) if log is not None else ""
     added = log.added if log is not None else 0
 
     def ask(case, level: str, clock: float, n_threads: int, screen: Screen | None = None):

@@ -450,7 +450,8 @@ PROOF_LOG_FORMAT = "ocs-synth/proof-log"
 
 def open_proof_log(path: str | os.PathLike) -> ProofLog:
     """The proof log at `path` (JSON lines: a header {"format": "ocs-synth/proof-log", "version": 1}, then
-    one entry per line: {"problem", "case", "verdict", "T", "clock_s"}), created when missing or empty;
+    one entry per line: {"problem", "case", "verdict", "T", "clock_s"}, and "value" when the verdict is
+    "bound"), created when missing or empty;
     every entry added later is appended and flushed at once, so a run killed at any point keeps what it
     settled. A torn last line (no newline: a kill mid-write) is cut off; nothing else is ever rewritten."""
     source = check_output_path(path)
@@ -487,6 +488,11 @@ def open_proof_log(path: str | os.PathLike) -> ProofLog:
                 if not math.isfinite(v) or v < 0:
                     raise InvalidInput(f"must be a number >= 0, got {v!r}", field=f"{where}.{key}", source=source)
                 entry[key] = float(v)
+            if verdict == "bound":      # a table's lower bound; +-inf when its model is infeasible / unbounded
+                v = _get(doc, "value", (int, float), source, where)
+                if math.isnan(v):
+                    raise InvalidInput("must be a number, got NaN", field=f"{where}.value", source=source)
+                entry["value"] = float(v)
             log.add(problem, case, entry)
     if len(whole) < len(data):         # a torn last line: cut it off, the next entry starts a line of its own
         os.truncate(source, len(whole.encode("utf-8")))

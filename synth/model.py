@@ -511,11 +511,12 @@ class Limit(str, enum.Enum):
 
 class ProofLog:
     """Verdicts of a long proof's cases (solvers/rings.py's split), kept between runs: entries keyed by the
-    instance's fingerprint and the case, each {"verdict", "T", "clock_s"}; `sink` (when set) receives every
-    entry added, e.g. to append it to a file (`synth.formats.open_proof_log`). Thread-safe for one writer at
-    a time (the solver adds under its own lock)."""
+    instance's fingerprint and the case, each {"verdict", "T", "clock_s"}; verdict "bound" (the rings'
+    pattern tables: a lower bound at exactly T from a model that ran to its end) adds its "value". `sink`
+    (when set) receives every entry added, e.g. to append it to a file (`synth.formats.open_proof_log`).
+    Thread-safe for one writer at a time (the solver adds under its own lock)."""
 
-    VERDICTS = ("infeasible", "unsettled")
+    VERDICTS = ("infeasible", "unsettled", "bound")
 
     def __init__(self, entries: Mapping[tuple[str, str], dict] | None = None,
                  sink: Callable[[str, str, dict], None] | None = None):

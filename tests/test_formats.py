@@ -221,6 +221,10 @@ def test_proof_log_keeps_what_proves_most_and_survives_a_torn_line(tmp_path):
      '"T": 1, "clock_s": 1}\n', "line 2.verdict: must be one of"),
     ('{"format": "ocs-synth/proof-log", "version": 1}\n{"problem": "a", "case": "c", "verdict": "infeasible", '
      '"clock_s": 1}\n', "line 2.T: missing"),
+    ('{"format": "ocs-synth/proof-log", "version": 1}\n{"problem": "a", "case": "c", "verdict": "bound", '
+     '"T": 1, "clock_s": 1}\n', "line 2.value: missing"),
+    ('{"format": "ocs-synth/proof-log", "version": 1}\n{"problem": "a", "case": "c", "verdict": "bound", '
+     '"T": 1, "clock_s": 1, "value": NaN}\n', "line 2.value: must be a number"),
     ('{"format": "ocs-synth/proof-log", "version": 1}\n[1]\n', "line 2: expected an object"),
     ('{"format": "ocs-synth/proof-log", "version": 1}\nnope\n', "malformed JSON: .* at line 2"),
     ("a file of my own", "not a proof log"),
