@@ -953,8 +953,7 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
     live = Live()
     fp = fingerprint(problem, ug) if log is not None else ""
     try:
-        rho = (pattern_bounds(ug, T, deadline, threads, live) if log is None else
-               pattern_bounds(ug, T, deadline, threads, live, log=log, fp=fp))
+        rho = pattern_bounds(ug, T, deadline, threads, live, log=log, fp=fp)
     except TimeoutError:
         return "open", None, {**info, "verdict": "out of time in the group models"}
     info["rho"] = {f"{o:g}/{i:g} B": _table(r) for (o, i), r in rho.items()}
@@ -1027,6 +1026,12 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
             verdict, circuits = ask(case, "whole", left, threads if case[0] == "rest" else 1)
         return case, verdict, circuits, time.perf_counter() - t1
 
+    def split_closed(case, level: str) -> None:
+        """`case` is infeasible because every case it splits into is: logged, so the next run needs none."""
+        if log is not None:
+            with lock:
+                log.add(fp, case_key(case), {"verdict": "infeasible", "T": T, "clock_s": SPLIT_S[level]})
+
     def tell(case, verdict: str, wall: float) -> None:
         """Progress on a run of hours: one line per pattern case of the split as it settles."""
         with lock:
@@ -1052,9 +1057,8 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
         def close(parent) -> None:
             """The last case of `parent` has its verdict (or it had none to split into)."""
             entry = parents[parent]
-            if entry[0] == "infeasible" and log is not None:    # settled by its cases: the next run needs none
-                with lock:
-                    log.add(fp, case_key(parent), {"verdict": "infeasible", "T": T, "clock_s": SPLIT_S["patterns"]})
+            if entry[0] == "infeasible":
+                split_closed(parent, "patterns")
             tell(parent, entry[0], entry[2])
 
         for parent, entry in parents.items():
@@ -1119,9 +1123,8 @@ def ring_bound(problem: WiringProblem, ug: UniformGroups, T: float, deadline: fl
                 worst = v
             if v == "open":
                 break
-        if worst == "infeasible" and log is not None:      # settled by its cases: the next run needs none
-            with lock:
-                log.add(fp, case_key(case), {"verdict": "infeasible", "T": T, "clock_s": SPLIT_S[level]})
+        if worst == "infeasible":
+            split_closed(case, level)
         return worst, None
 
     found = None

@@ -541,7 +541,7 @@ def test_ctrl_c_reaches_a_ring_probe(monkeypatch, ctrl_c_on):
     p, ug = _llama32()
     kinds = dict.fromkeys(zip(ug.out_b, ug.in_b))
     table = {"1": math.inf, "2": math.inf, "11": 0.0, **{c: 1.0 for c in range(3, rings.RHO_C + 1)}, "more": 1.0}
-    monkeypatch.setattr(rings, "pattern_bounds", lambda ug, T, deadline, threads, live: {k: table for k in kinds})
+    monkeypatch.setattr(rings, "pattern_bounds", lambda ug, T, deadline, threads, live, **k: {kd: table for kd in kinds})
     monkeypatch.setattr(rings, "probe", lambda problem, ug, bl, T, case, rho, seconds, threads, live:
                         (_slow_model(ug, live), "unsettled", None)[1:])
     timer = threading.Timer(2.0, lambda: os.kill(os.getpid(), signal.SIGINT))
