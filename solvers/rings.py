@@ -173,7 +173,8 @@ def pattern_bounds(ug: UniformGroups, T: float, deadline: float, threads: int = 
 
     def run(job):
         kind, what, x, across = job
-        key = json.dumps(["table", list(kind), what, None if x is None else list(x), list(across)])
+        # (keyed by T too: a run at another T adds its own tables and leaves these for a run back at T)
+        key = json.dumps(["table", list(kind), what, None if x is None else list(x), list(across), T])
         if log is not None:
             with lock:
                 e = log.get(fp, key)

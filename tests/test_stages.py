@@ -883,8 +883,9 @@ def test_a_proof_log_carries_verdicts_to_the_next_run(monkeypatch, tmp_path):
 def test_a_proof_log_keeps_the_pattern_tables_at_their_time(monkeypatch, tmp_path):
     """The rings' pattern tables (one-group models, minutes on llama405b-tp8pp4-32) go to the proof log with
     their time: a second run at that time reads every value back from the file (infeasible models' inf
-    included) and solves none; at another time they are solved again (the test can fail: a log read
-    without its T, or a value lost on the way through the file, would give other tables)."""
+    included) and solves none; at another time they are solved again, and both times' tables stay (the test
+    can fail: a log read without its T, a value lost on the way through the file, or one time's tables
+    overwriting the other's would give other tables or solve them again)."""
     from solvers import rings
     from synth.formats import open_proof_log
     p, path = stages(4, 2, 3, 5e7), tmp_path / "proof.jsonl"
@@ -900,8 +901,13 @@ def test_a_proof_log_keeps_the_pattern_tables_at_their_time(monkeypatch, tmp_pat
     again = rings.pattern_bounds(ug, T, time.perf_counter() + 120, 2, log=open_proof_log(path),
                                  fp=rings.fingerprint(p, ug))
     assert again == first and len(solved) == n
-    rings.pattern_bounds(ug, T * (1 - 1e-3), time.perf_counter() + 120, 2, log=open_proof_log(path),
-                         fp=rings.fingerprint(p, ug))
+    other = rings.pattern_bounds(ug, T * (1 - 1e-3), time.perf_counter() + 120, 2, log=open_proof_log(path),
+                                 fp=rings.fingerprint(p, ug))
+    assert len(solved) == 2 * n
+    # both times' tables stay in the log: back at T nothing is solved, and at the other time neither
+    for t, tables in ((T, first), (T * (1 - 1e-3), other)):
+        assert rings.pattern_bounds(ug, t, time.perf_counter() + 120, 2, log=open_proof_log(path),
+                                    fp=rings.fingerprint(p, ug)) == tables
     assert len(solved) == 2 * n
 
 
