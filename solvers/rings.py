@@ -181,7 +181,7 @@ def pattern_bounds(ug: UniformGroups, T: float, deadline: float, threads: int = 
         if log is not None:
             with lock:
                 e = log.get(fp, key)
-            if e is not None and e["verdict"] == "bound" and e["T"] == T:
+            if e is not None and e["verdict"] == "bound":      # (its key holds T)
                 return e["value"]
         left = deadline - time.perf_counter()
         if left <= 0:

@@ -560,10 +560,9 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
 @click.option("--xconnect", "xconnect_dir", type=click.Path(file_okay=False, path_type=str),
               help="Also write per-switch cross-connect CSVs into this existing folder.")
 @click.option("--proof-log", "proof_log", type=click.Path(dir_okay=False, path_type=str),
-              help="Keep the verdicts of a long proof's cases (and the tables they rest on) in this file (JSON "
-                   "lines, appended as each settles; "
-                   "created when missing) and skip those an earlier run settled: a proof cut off by the time "
-                   "limit or Ctrl-C goes on where it stopped.")
+              help="Keep the verdicts of a long proof's cases (and the tables they rest on) in this file "
+                   "(JSON lines, appended as each settles; created when missing) and skip those an earlier run "
+                   "settled: a proof cut off by the time limit or Ctrl-C goes on where it stopped.")
 @click.option("--baselines", "with_baselines", is_flag=True, help="Also score the baselines, same bound.")
 @click.option("--context", "context_tokens", type=click.IntRange(1), help="Context length (instance only).")
 @set_option
