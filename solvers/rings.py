@@ -850,7 +850,7 @@ def partials(patterns: tuple, between: dict[tuple[int, int], int], placed: list[
     between, {(u, v): circuits}, that group's pairs of groups), the placings with those circuits)], or None
     when no group's circuits split them. A partial case refuted refutes all its placings: llama405b-tp8pp4-32's
     ((2,2), (2,2,1,1), (2,2,1,1), (2,2)) with {(0,1): 2, (0,2): 1, (0,3): 1, (1,2): 3, (1,3): 1, (2,3): 2}:
-    1,225 placings, 22 partial cases by group 0's circuits, the first 12 (753 placings) infeasible in 0.5-1.2 s
+    1,225 placings, 22 partial cases by group 0's circuits, 12 of them (753 placings) infeasible in 0.5-1.2 s
     each. With `placed` None (too many placings to list): the placings of each group's circuits alone
     (`structures(..., only=g)`), each partial case's own placings (None) listed when it is split."""
     best = None
@@ -870,7 +870,9 @@ def partials(patterns: tuple, between: dict[tuple[int, int], int], placed: list[
     if best is None:
         return None
     pairs, by = best
-    return [(("partial", patterns, between, dict(key), pairs), held) for key, held in by.items()]
+    # in the order of their circuits, so that the screen's next LP starts near its last one's case and a kept
+    # certificate refutes more (the heaviest case's first 500: 642 LP solves, not 759; 1.94 M iterations, not 2.41 M)
+    return [(("partial", patterns, between, dict(key), pairs), held) for key, held in sorted(by.items())]
 
 
 def _pattern_rows(H, ug: UniformGroups, xs: dict, rho: dict, node, only=None) -> tuple[dict, dict]:

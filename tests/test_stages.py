@@ -841,6 +841,8 @@ def test_structures_hold_every_placing_up_to_swaps(patterns):
         parts = partials(patterns, between, found, n)      # split by one group's circuits: every placing once
         if parts is not None:
             assert len(parts) >= 2
+            keys = [sorted(part[3].items()) for part, _ in parts]      # in the order of their circuits
+            assert keys == sorted(keys)
             assert sorted(map(repr, found)) == sorted(repr(s) for _, held in parts for s in held)
             for part, held in parts:
                 assert all(part[0] == "partial" and (uv[0] // n, uv[1] // n) in part[4] for uv in part[3])
