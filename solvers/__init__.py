@@ -677,7 +677,8 @@ def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = Sol
     wall = time.perf_counter() - t0
     if res.artifact is not None and res.artifact.solve:
         res = replace(res, artifact=res.artifact.with_meta(solve={**res.artifact.solve, "status": res.status.value,
-                                                                  "limit": limit.value, "wall_s": round(wall, 3)}))
+                                                                  "limit": limit.value, "wall_s": round(wall, 3),
+                                                                  "rel_gap": params.rel_gap}))
     return replace(res, limit=limit, wall_s=wall)
 
 

@@ -83,9 +83,10 @@ class Real(click.ParamType):
     solvers and the schedule models (tracebacks instead of the one-line message)."""
     name = "number"
 
-    def __init__(self, gt: float | None = None, ge: float | None = None, le: float | None = None) -> None:
+    def __init__(self, gt: float | None = None, ge: float | None = None, le: float | None = None,
+                 lt: float | None = None) -> None:
         from .schema import MAX_FLOAT
-        self.gt, self.ge = gt, ge
+        self.gt, self.ge, self.lt = gt, ge, lt
         self.le = MAX_FLOAT if le is None else le     # 1e308 passed and overflowed in the schedule models
 
     def convert(self, value: Any, param: Any, ctx: Any) -> float:
@@ -101,6 +102,8 @@ class Real(click.ParamType):
             self.fail(f"must be >= {self.ge:g}, got {value!r}", param, ctx)
         if not v <= self.le:
             self.fail(f"must be at most {self.le:g}, got {value!r}", param, ctx)
+        if self.lt is not None and not v < self.lt:
+            self.fail(f"must be < {self.lt:g}, got {value!r}", param, ctx)
         return v
 
 
@@ -544,6 +547,8 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
               help="Seconds for the whole command: loading, solving, verifying and writing (--baselines then "
                    "scores each baseline on a clock of its own).")
 @click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--gap", "rel_gap", default=1e-6, show_default=True, type=Real(ge=1e-9, lt=1),
+              help="Relative gap (objective - bound) / objective at which the solve stops and reports OPTIMAL.")
 @click.option("--max-moves", "max_moves", type=int,
               help="Stop the local search after this many moves instead of at the clock: the same seed then "
                    "gives the same wiring on any machine (unless the time limit comes first).")
@@ -569,7 +574,7 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
 @click.option("--json", "as_json", is_flag=True, help="Print the solve block as JSON.")
 @handles_errors
 def wire(source: str, output: str, solver: str, backend: str, objective: str, policy: str, time_limit: float,
-         seed: int, max_moves: int | None, ports: int | None, bandwidth: float | None, radix: int | None, fixed: str | None,
+         seed: int, rel_gap: float, max_moves: int | None, ports: int | None, bandwidth: float | None, radix: int | None, fixed: str | None,
          spare: int, xconnect_dir: str | None, proof_log: str | None, with_baselines: bool, context_tokens: int | None,
          sets: tuple[str, ...], as_json: bool) -> None:
     """Choose the OCS circuits for an INSTANCE (.toml), a raw traffic matrix (.npy/.csv) or a phases file
@@ -593,8 +598,8 @@ def wire(source: str, output: str, solver: str, backend: str, objective: str, po
     log = open_proof_log(proof_log) if proof_log else None
     started = (click.get_current_context().find_root().obj or {}).get("started", time.perf_counter())
     solve_s = time_limit - (time.perf_counter() - started) - min(WRAP_UP_S, START_S + WRAP_UP_SHARE * time_limit)
-    params = SolveParams(time_limit_s=max(time_limit / 2, solve_s), seed=seed, backend=backend, max_moves=max_moves,
-                         progress=None if as_json else stamped(started), proof_log=log)
+    params = SolveParams(time_limit_s=max(time_limit / 2, solve_s), rel_gap=rel_gap, seed=seed, backend=backend,
+                         max_moves=max_moves, progress=None if as_json else stamped(started), proof_log=log)
     res = run(problem, solver, params)
     if res.artifact is None:     # proven INFEASIBLE under the direct policy: the policy asks too much
         raise InvalidInput(f"{res.solver} found no wiring ({res.status.value}: {res.message})",

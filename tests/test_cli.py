@@ -164,6 +164,10 @@ def test_real_entry_point_exit_code_and_debug(tmp_path):
      "'--alpha-us': must be at most 1e+06, got '1e308'"),
     (["wire", "m.npy", "-o", "w.json", "--ports", "3", "--port-bandwidth-gbps", "1e300"],
      "'--port-bandwidth-gbps': must be at most 1e+30"),
+    # a gap of 1 (or more) calls any wiring optimal; below 1e-9 the probes' times are the best answer's own
+    (["wire", "m.npy", "-o", "w.json", "--gap", "1"], "'--gap': must be < 1, got '1'"),
+    (["wire", "m.npy", "-o", "w.json", "--gap", "0"], "'--gap': must be >= 1e-09, got '0'"),
+    (["wire", "m.npy", "-o", "w.json", "--gap", "nan"], "'--gap': must be a finite number"),
 ])
 def test_usage_errors_are_one_line(argv, needle):
     r = CliRunner().invoke(main, argv)

@@ -683,6 +683,30 @@ def run(*args):
     return r.exit_code, r.stdout, r.stderr
 
 
+def test_cli_gap_sets_what_counts_as_optimal(tmp_path):
+    """`--gap` is the tolerance behind OPTIMAL, and the wiring file says which one it was: greedy's hotspot6
+    wiring (30% above its bound) is FEASIBLE at the default and OPTIMAL at 0.5; CP-SAT on llama405b-tp8pp2-16
+    stops, proven, as soon as it is within 5% (at the default its 30 s end FEASIBLE near 1%: fails if the
+    option did not reach the solvers)."""
+    out = tmp_path / "w.json"
+    hw = ("--ports", "3", "--port-bandwidth-gbps", "100", "--time-limit", "20", "--json")
+    seen = {}
+    for gap in (None, "0.5"):
+        code, stdout, err = run("wire", "instances/wiring/hotspot6.npy", "-o", str(out), "--solver", "greedy", *hw,
+                                *(("--gap", gap) if gap else ()))
+        assert code == 0, err
+        block = json.loads(stdout)
+        assert json.loads(out.read_text())["solve"]["rel_gap"] == block["rel_gap"] == float(gap or 1e-6)
+        seen[gap] = (block["status"], block["gap"])
+    assert seen[None][0] == "FEASIBLE" and seen["0.5"] == ("OPTIMAL", seen[None][1]) and 0.2 < seen[None][1] < 0.5
+    code, stdout, err = run("wire", "instances/decode/llama405b-tp8pp2-16.toml", "-o", str(out), "--solver", "cpsat",
+                            "--time-limit", "30", "--json", "--gap", "0.05")
+    block = json.loads(stdout)
+    assert code == 0 and block["status"] == "OPTIMAL" and block["limit"] == "none" and 0 < block["gap"] <= 0.05, block
+    from synth.formats import load_wiring
+    assert not wiring_violations(load_wiring(str(out)))
+
+
 def test_cli_direct_policy_proven_impossible(tmp_path):
     """The Petersen graph as demand on 3 ports under the direct policy passes every up-front count (3 peers,
     15 pairs, 15 circuits the switches hold) but needs 4 matchings; the CLI says so in one line, exit 2,
