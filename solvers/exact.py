@@ -415,6 +415,7 @@ TIE = 1e-12        # relative: an objective this close to its bound is a float t
                    # every answer under 1e-13 s OPTIMAL)
 FIRST_SHARE = 0.3   # of the time limit, for the plain time model before the probes
 START_SHARE = 0.25  # of the time left after the first round, for scoring the starts (_baseline_start)
+LAM_UNIT_S = 1.0    # the MILP's lam counts steps in seconds up to this bound, in units of (bound / this) beyond
 START_MIN_S = 0.25  # the least scoring clock of each start (exact up to EXACT_ROUTING_MAX accelerators regardless)
 PLAIN_RESERVE_S = 2.0   # of the clock, at most START_SHARE of it, for the starts after a plain model (_plain)
 PROBE_MIN_BUILDS = 2.0   # a probe needs at least this many times the model's build time
@@ -741,12 +742,17 @@ def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool,
     t = problem.traffic.bytes_
     scale = float(t.max())
     D = t / scale
-    cap = problem.port_bytes_per_s / scale
+    lb, _ = best_bound(problem, lp=False)         # valid cuts: the model can stop once it meets them
+    timed = problem.objective == "time"
+    # lam is 1 / the step's time in units of `unit` seconds: 1 s while the bound is at most LAM_UNIT_S,
+    # else bound / LAM_UNIT_S, so lam stays near 1 / LAM_UNIT_S or above (a matrix of 1e16-byte entries made
+    # lam ~1e-6 s^-1, inside HiGHS's tolerances: it read 0, and the model "proved" a wiring 28% off)
+    unit = max(1.0, lb / LAM_UNIT_S) if timed else 1.0
+    cap = problem.port_bytes_per_s / scale * unit
     prob = pulp.LpProblem("wiring", pulp.LpMaximize if problem.objective == "time" else pulp.LpMinimize)
     sym = _symmetry_rows(problem, ix, _labels(ix, case, labelled), params.time_limit_s)
-    timed = problem.objective == "time"
     # only wirings at least as good as the cutoff (shaved so the cutoff's own wiring stays inside)
-    lam_lo = (1 - 1e-7) / cutoff if (timed and cutoff) else 0.0
+    lam_lo = (1 - 1e-7) * unit / cutoff if (timed and cutoff) else 0.0
     # circuits a cut needs at lam >= lam_lo (each carries cap per unit of 1 / lam)
     need_of = (lambda b: math.ceil(lam_lo * b / scale / cap * (1 - 1e-9))) if lam_lo else None
     y, x, ncl = pulp_topology(prob, problem, ix, per_switch, sym, need_of)
@@ -762,9 +768,8 @@ def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool,
     big = float(D.sum())
     for (a, b) in ix.arcs:
         prob += pulp.lpSum(loads[(a, b)]) <= (cap if timed else big) * x[(min(a, b), max(a, b))]
-    lb, _ = best_bound(problem, lp=False)         # valid cuts: the model can stop once it meets them
     if timed:
-        prob += lam <= 1.0 / lb if lb > 0 else lam >= 0
+        prob += lam <= unit / lb if lb > 0 else lam >= 0
         prob += lam
     else:
         prob += pulp.lpSum(flows) >= lb / scale * (1 - 1e-9)
@@ -793,7 +798,7 @@ def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool,
         if backend == "highs" and problem.objective == "time":
             db = abs(prob.solverModel.getInfo().mip_dual_bound)
             if np.isfinite(db) and db > 0:
-                extra["model_bound_s"] = 1.0 / db
+                extra["model_bound_s"] = unit / db
         return SolveResult(SolveStatus.NO_SOLUTION, None, None, wall, name, version, params.seed, limit,
                            message=f"solver stopped without a solution ({pulp.LpStatus[prob.status]})",
                            extra=extra)
@@ -810,12 +815,12 @@ def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool,
         extra.update(cutoff=cutoff, residual_cuts=ncut)
     if problem.objective == "time":
         lam_v = lam.value()
-        extra["model_objective"] = 1.0 / lam_v if lam_v else float("inf")
+        extra["model_objective"] = unit / lam_v if lam_v and lam_v > 0 else float("inf")
         if status == SolveStatus.FEASIBLE and backend == "highs":
             db = abs(prob.solverModel.getInfo().mip_dual_bound)
             if np.isfinite(db) and db > 0:
-                model_bound = 1.0 / db
-        elif status == SolveStatus.OPTIMAL:
+                model_bound = unit / db
+        elif status == SolveStatus.OPTIMAL and np.isfinite(extra["model_objective"]):   # lam 0: no bound at all
             model_bound = extra["model_objective"] / (1 + params.rel_gap)
     else:
         extra["model_objective"] = float(pulp.value(prob.objective)) * scale

@@ -59,8 +59,8 @@ def solve_milp_phases(problem: WiringProblem, params: SolveParams, per_switch: b
     from synth.formats import quiet_stdout
 
     from .ctrl_c import HighsCtrlC
-    from .exact import (_counts, _finish, _index, _source_routing, _symmetry_rows, _wiring_from, milp_backend,
-                        pulp_solver, pulp_topology)
+    from .exact import (LAM_UNIT_S, _counts, _finish, _index, _source_routing, _symmetry_rows, _wiring_from,
+                        milp_backend, pulp_solver, pulp_topology)
     t0 = time.perf_counter()
     backend = milp_backend(params)
     ix = _index(problem)
@@ -70,29 +70,34 @@ def solve_milp_phases(problem: WiringProblem, params: SolveParams, per_switch: b
     sym = _symmetry_rows(problem, ix, seconds=params.time_limit_s)
     y, x, ncl = pulp_topology(prob, problem, ix, per_switch, sym)
     lam, s = [], []
+    # lam_k is 1 / phase k's time in units of unit[k] seconds (as in exact._solve_milp: near 1 / LAM_UNIT_S
+    # or above, never inside the solver's tolerances)
+    unit = [max(1.0, lb / LAM_UNIT_S) for _, _, lb in parts]
     for k, (w, sub, lb) in enumerate(parts):
         t = sub.traffic.bytes_
         scale = float(t.max())
-        lam_k = prob.add_variable(f"lam_{k}", 0, 1.0 / lb if lb > 0 else None)
+        lam_k = prob.add_variable(f"lam_{k}", 0, unit[k] / lb if lb > 0 else None)
         loads, _ = _source_routing(prob, sub, ix, t / scale, lam_k, prefix=f"p{k}_")
         for (a, b) in ix.arcs:
             if loads[(a, b)]:
-                prob += pulp.lpSum(loads[(a, b)]) <= problem.port_bytes_per_s / scale * x[(min(a, b), max(a, b))]
+                prob += pulp.lpSum(loads[(a, b)]) <= problem.port_bytes_per_s / scale * unit[k] * \
+                    x[(min(a, b), max(a, b))]
         lam.append(lam_k)
         s.append(prob.add_variable(f"s_{k}", lb / ref))
     points: list[set] = [set() for _ in parts]
 
     def tangent(k: int, at: float) -> bool:
-        """Add the tangent at `at` (unless phase k has one there already); True when added."""
+        """Add the tangent of unit[k] / lam_k at lam_k = `at` (unless phase k has one there already); True when
+        added."""
         key = float(f"{at:.12g}")
         if not (at > 0 and np.isfinite(at)) or key in points[k]:
             return False
         points[k].add(key)
-        prob.addConstraint(s[k] >= (2.0 / at - lam[k] / at ** 2) / ref)
+        prob.addConstraint(s[k] >= unit[k] * (2.0 / at - lam[k] / at ** 2) / ref)
         return True
 
     for k, (_, _, lb) in enumerate(parts):
-        top = 1.0 / lb if lb > 0 else None
+        top = unit[k] / lb if lb > 0 else None
         for j in range(TANGENTS if top else 0):
             tangent(k, top / TANGENT_RATIO ** j)
     prob += pulp.lpSum(w * s_k for (w, _, _), s_k in zip(parts, s))
@@ -106,7 +111,7 @@ def solve_milp_phases(problem: WiringProblem, params: SolveParams, per_switch: b
         if all(np.isfinite(thetas)):
             best = (sum(w * th for (w, _, _), th in zip(parts, thetas)), start)
             for k, th in enumerate(thetas):
-                tangent(k, 1.0 / th)
+                tangent(k, unit[k] / th)
     bound = 0.0
     rounds = 0
     limit = Limit.NONE
@@ -152,7 +157,7 @@ def solve_milp_phases(problem: WiringProblem, params: SolveParams, per_switch: b
         if not solved:
             limit = Limit.TIME
             break
-        added = [tangent(k, float(lam[k].value() or 0.0)) | tangent(k, 1.0 / th) for k, th in enumerate(thetas)]
+        added = [tangent(k, float(lam[k].value() or 0.0)) | tangent(k, unit[k] / th) for k, th in enumerate(thetas)]
         if not any(added):          # nothing new to learn: the model is as tight as its tangents get
             break
     if best is None:
