@@ -17,8 +17,8 @@ class SynthError(Exception):
     """Base class of every error ocs-synth raises on purpose."""
 
 
-class InvalidInput(SynthError):
-    """A value, file or argument breaks a rule; names the file and the field."""
+class Located(SynthError):
+    """An error about given data: names the file (``source``) and the dotted ``field`` it concerns."""
 
     def __init__(self, rule: str, *, field: str | None = None, source: str | None = None):
         self.rule = rule
@@ -30,7 +30,7 @@ class InvalidInput(SynthError):
         parts = [p for p in (self.source, self.field) if p]
         return ": ".join(parts + [self.rule])
 
-    def located(self, source: str | None = None, prefix: str | None = None) -> "InvalidInput":
+    def located(self, source: str | None = None, prefix: str | None = None) -> "Located":
         """The same error with a file name and a field prefix added (the innermost wins)."""
         field = self.field
         if prefix:
@@ -38,12 +38,17 @@ class InvalidInput(SynthError):
         return type(self)(self.rule, field=field, source=self.source or source)
 
 
+class InvalidInput(Located):
+    """A value, file or argument breaks a rule; names the file and the field."""
+
+
 class InvalidInstance(InvalidInput):
     """An instance (deployment) file or object is inconsistent."""
 
 
-class Infeasible(SynthError):
-    """The problem has no solution (e.g. demands that a direct-only wiring cannot serve)."""
+class Infeasible(Located):
+    """The problem has no solution (e.g. demands that a direct-only wiring cannot serve); names the file and
+    the field whose value makes it so, where one does."""
 
 
 class SolverUnavailable(SynthError):

@@ -103,7 +103,7 @@ class WiringProblem:
         fixed = Wiring(n, self.layout.ports, tuple(self.fixed_circuits), self.layout)
         bad = wiring_violations(fixed)
         if bad:
-            raise Infeasible(f"fixed circuits are infeasible: {bad[0].message}")
+            raise Infeasible(f"fixed circuits are infeasible: {bad[0].message}", field="fixed_circuits")
         if self.policy == "direct":
             peers = ((self.traffic.bytes_ > 0) | (self.traffic.bytes_.T > 0)).sum(axis=1)
             ports = self.layout.capacity.sum(axis=1)
@@ -111,19 +111,19 @@ class WiringProblem:
             if over.size:
                 rows = ", ".join(f"{r} ({peers[r]} peers, {ports[r]} ports)" for r in over[:5])
                 more = f" and {over.size - 5} more" if over.size > 5 else ""
-                raise Infeasible(f"direct-only wiring cannot serve rows {rows}{more}")
+                raise Infeasible(f"direct-only wiring cannot serve rows {rows}{more}", field="policy")
             talks = (self.traffic.bytes_ > 0) | (self.traffic.bytes_.T > 0)
             u, v = np.nonzero(np.triu(talks & ~self.layout.shares_switch(), 1))
             if u.size:
                 raise Infeasible(f"direct-only wiring cannot serve accelerators {u[0]} and {v[0]}: they exchange "
-                                 "bytes but have ports on no common switch")
+                                 "bytes but have ports on no common switch", field="policy")
             # each pair that exchanges bytes holds a circuit of its own, and so does each fixed circuit elsewhere
             pairs = int(np.triu(talks, 1).sum())
             extra = sum(1 for c in self.fixed_circuits if not talks[c.a, c.b])
             if pairs + extra > self.circuits_available():
                 raise Infeasible(f"direct-only wiring needs {pairs + extra} circuits (one per pair that exchanges "
                                  f"bytes{f', {extra} fixed beside them' if extra else ''}), the switches take "
-                                 f"{self.circuits_available()}")
+                                 f"{self.circuits_available()}", field="policy")
         else:
             self._check_connectable()
 
@@ -153,7 +153,7 @@ class WiringProblem:
         talks = (t > 0) | (t.T > 0)
         dark = np.flatnonzero(talks.any(axis=1) & (ports == 0))
         if dark.size:
-            raise Infeasible(f"accelerator {dark[0]} has demand but no OCS port")
+            raise Infeasible(f"accelerator {dark[0]} has demand but no OCS port", field="layout")
         k, label = connected_components(talks, directed=False)
         sizes = np.bincount(label, minlength=k)
         attached = lay.capacity.sum(axis=0)
@@ -167,7 +167,7 @@ class WiringProblem:
         u, v = np.nonzero(talks & (reach[:n, None] != reach[None, :n]))
         if u.size:
             raise Infeasible(f"accelerators {u[0]} and {v[0]} exchange bytes, but no chain of shared switches "
-                             "joins their ports: no wiring on this layout connects them")
+                             "joins their ports: no wiring on this layout connects them", field="layout")
         slack = np.maximum(ports - 2, 0)
         for c in np.flatnonzero(sizes >= 2):
             members = np.flatnonzero(label == c)
@@ -176,12 +176,12 @@ class WiringProblem:
                 raise Infeasible(f"no wiring within the port budget connects the {members.size} accelerators "
                                  f"that exchange bytes with accelerator {members[0]}: a connected wiring needs "
                                  f"{2 * (members.size - 1)} port ends among them (plus relays' ports beyond two), "
-                                 f"they have {have}")
+                                 f"they have {have}", field="ports")
         circuits = self.circuits_available()
         need = int((sizes - 1).sum())
         if circuits < need:
             raise Infeasible(f"no wiring within the switches' radix connects the demand: its groups need {need} "
-                             f"circuits, the switches take {circuits}")
+                             f"circuits, the switches take {circuits}", field="layout.switch_radix")
 
     @classmethod
     def from_instance(cls, inst: Any, traffic: TrafficMatrix, objective: str = "time", policy: str = "multihop",

@@ -805,10 +805,13 @@ def test_cli_wire_bad_inputs(tmp_path):
         (("--ports", "0", "--port-bandwidth-gbps", "100"), "port budget must be >= 1"),
         (("--port-bandwidth-gbps", "100"), "needs --ports"),
         (("--ports", "2", "--port-bandwidth-gbps", "100", "--switch-radix", "1"), "cannot host a circuit"),
-        (("--ports", "2", "--port-bandwidth-gbps", "100", "--policy", "direct"), "direct-only wiring cannot serve rows"),
+        (("--ports", "2", "--port-bandwidth-gbps", "100", "--policy", "direct"),
+         "m.npy: policy: direct-only wiring cannot serve rows"),
         (("--ports", "2", "--port-bandwidth-gbps", "100", "--max-moves", "0"), "--max-moves: must be >= 1"),
-        (("--ports", "1", "--port-bandwidth-gbps", "100"), "needs 10 port ends among them"),
-        (("--ports", "2", "--port-bandwidth-gbps", "100", "--switch-radix", "2"), "need 5 circuits, the switches take 2"),
+        (("--ports", "1", "--port-bandwidth-gbps", "100"), "m.npy: ports: no wiring within the port budget connects"),
+        (("--ports", "2", "--port-bandwidth-gbps", "100", "--switch-radix", "2"),
+         "m.npy: layout.switch_radix: no wiring within the switches' radix connects the demand: its groups need 5 "
+         "circuits, the switches take 2"),
     ]
     for args, needle in cases:
         code, _, err = run("wire", m, "-o", str(tmp_path / "w.json"), *args)
@@ -818,7 +821,7 @@ def test_cli_wire_bad_inputs(tmp_path):
          "circuits": [{"switch": 1, "a": [0, 0], "b": [1, 1]}]}))
     code, _, err = run("wire", m, "-o", str(tmp_path / "w.json"), "--ports", "2", "--port-bandwidth-gbps", "100",
                        "--fixed", bad_fixed)
-    assert code == 2 and "fixed circuits are infeasible" in err
+    assert code == 2 and "fixed.json: circuits: fixed circuits are infeasible: circuit 0" in err and err.count("\n") == 1
     hw = ("--ports", "2", "--port-bandwidth-gbps", "100")
     for log, needle in ((bad_fixed, "fixed.json: format: not a proof log"),
                         (str(tmp_path / "w.json"), "--proof-log: is the output file")):
