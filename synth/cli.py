@@ -579,9 +579,9 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
 @click.option("--json", "as_json", is_flag=True, help="Print the solve block as JSON.")
 @handles_errors
 def wire(source: str, output: str, solver: str, backend: str, objective: str, policy: str, time_limit: float,
-         seed: int, rel_gap: float, max_moves: int | None, ports: int | None, bandwidth: float | None, radix: int | None, fixed: str | None,
-         spare: int, xconnect_dir: str | None, proof_log: str | None, with_baselines: bool, context_tokens: int | None,
-         sets: tuple[str, ...], as_json: bool) -> None:
+         seed: int, rel_gap: float, max_moves: int | None, ports: int | None, bandwidth: float | None,
+         radix: int | None, fixed: str | None, spare: int, xconnect_dir: str | None, proof_log: str | None,
+         with_baselines: bool, context_tokens: int | None, sets: tuple[str, ...], as_json: bool) -> None:
     """Choose the OCS circuits for an INSTANCE (.toml), a raw traffic matrix (.npy/.csv) or a phases file
     (.toml with format = "ocs-synth/phases", as `ocs-synth traffic --phases` writes) and write the wiring
     file (with its solve block: status, objective, bound, gap). The wiring is verified before it is
