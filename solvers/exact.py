@@ -415,7 +415,6 @@ TIE = 1e-12        # relative: an objective this close to its bound is a float t
                    # every answer under 1e-13 s OPTIMAL)
 FIRST_SHARE = 0.3   # of the time limit, for the plain time model before the probes
 START_SHARE = 0.25  # of the time left after the first round, for scoring the starts (_baseline_start)
-LAM_UNIT_S = 1.0    # the MILP's lam counts steps in seconds up to this bound, in units of (bound / this) beyond
 START_MIN_S = 0.25  # the least scoring clock of each start (exact up to EXACT_ROUTING_MAX accelerators regardless)
 PLAIN_RESERVE_S = 2.0   # of the clock, at most START_SHARE of it, for the starts after a plain model (_plain)
 PROBE_MIN_BUILDS = 2.0   # a probe needs at least this many times the model's build time
@@ -744,10 +743,7 @@ def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool,
     D = t / scale
     lb, _ = best_bound(problem, lp=False)         # valid cuts: the model can stop once it meets them
     timed = problem.objective == "time"
-    # lam is 1 / the step's time in units of `unit` seconds: 1 s while the bound is at most LAM_UNIT_S,
-    # else bound / LAM_UNIT_S, so lam stays near 1 / LAM_UNIT_S or above (a matrix of 1e16-byte entries made
-    # lam ~1e-6 s^-1, inside HiGHS's tolerances: it read 0, and the model "proved" a wiring 28% off)
-    unit = max(1.0, lb / LAM_UNIT_S) if timed else 1.0
+    unit = lam_unit(lb) if timed else 1.0          # lam is 1 / the step's time in units of `unit` seconds
     cap = problem.port_bytes_per_s / scale * unit
     prob = pulp.LpProblem("wiring", pulp.LpMaximize if problem.objective == "time" else pulp.LpMinimize)
     sym = _symmetry_rows(problem, ix, _labels(ix, case, labelled), params.time_limit_s)
@@ -833,6 +829,17 @@ def _solve_milp(problem: WiringProblem, params: SolveParams, per_switch: bool,
     wiring = _wiring_from(problem, counts, {})
     extra["model"] = "per-switch" if per_switch else "degree relaxation, coloured"
     return _finish(problem, name, version, params, t0, status, limit, wiring, model_bound, extra)
+
+
+LAM_UNIT_S = 1.0    # the MILPs' lam counts steps in seconds up to this bound, in units of (bound / this) beyond
+
+
+def lam_unit(lb: float) -> float:
+    """Seconds per unit of the MILPs' time (lam = 1 / the step's time in these units) for a step bounded below
+    by `lb`: 1 s while lb <= LAM_UNIT_S, else lb / LAM_UNIT_S, so lam stays near 1 / LAM_UNIT_S or above (a
+    matrix of 1e16-byte entries made lam ~1e-6 s^-1, inside HiGHS's tolerances: it read 0, and the model
+    "proved" a wiring 28% off)."""
+    return max(1.0, lb / LAM_UNIT_S)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -59,7 +59,7 @@ def solve_milp_phases(problem: WiringProblem, params: SolveParams, per_switch: b
     from synth.formats import quiet_stdout
 
     from .ctrl_c import HighsCtrlC
-    from .exact import (LAM_UNIT_S, _counts, _finish, _index, _source_routing, _symmetry_rows, _wiring_from,
+    from .exact import (_counts, _finish, _index, _source_routing, _symmetry_rows, _wiring_from, lam_unit,
                         milp_backend, pulp_solver, pulp_topology)
     t0 = time.perf_counter()
     backend = milp_backend(params)
@@ -70,9 +70,7 @@ def solve_milp_phases(problem: WiringProblem, params: SolveParams, per_switch: b
     sym = _symmetry_rows(problem, ix, seconds=params.time_limit_s)
     y, x, ncl = pulp_topology(prob, problem, ix, per_switch, sym)
     lam, s = [], []
-    # lam_k is 1 / phase k's time in units of unit[k] seconds (as in exact._solve_milp: near 1 / LAM_UNIT_S
-    # or above, never inside the solver's tolerances)
-    unit = [max(1.0, lb / LAM_UNIT_S) for _, _, lb in parts]
+    unit = [lam_unit(lb) for _, _, lb in parts]    # lam_k is 1 / phase k's time in units of unit[k] seconds
     for k, (w, sub, lb) in enumerate(parts):
         t = sub.traffic.bytes_
         scale = float(t.max())

@@ -519,16 +519,13 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
         if fw.accelerators != traffic.accelerators or fw.ports_per_accelerator != layout.ports:
             raise InvalidInput(f"fixed wiring is {fw.accelerators} x {fw.ports_per_accelerator}, the problem is "
                                f"{traffic.accelerators} x {layout.ports}", field="accelerators", source=fixed)
-        from .model import Wiring
-        from .verify import wiring_violations
-        bad = wiring_violations(Wiring(fw.accelerators, layout.ports, fw.circuits, layout))
-        if bad:       # on this problem's layout (radix, switches), named in the file that holds them
-            raise InvalidInput(f"fixed circuits are infeasible: {bad[0].message}", field="circuits", source=fixed)
         fixed_circuits = fw.circuits
     try:
         return WiringProblem(traffic, layout, bw, objective, policy, fixed_circuits, lat, name, summary, phases,
                              workload)
     except (InvalidInput, Infeasible) as exc:
+        if fixed and exc.field == "fixed_circuits":     # named in the file that holds them
+            raise type(exc)(exc.rule, field="circuits", source=fixed) from None
         raise exc.located(source) from None
 
 
