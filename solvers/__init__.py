@@ -45,6 +45,7 @@ from synth.problem import EXACT_ROUTING_MAX, WiringProblem
 
 from . import baselines
 from .structured import heavy_pairs, hub_mask, near_moore, placed, relay_hubs
+from .vees import relay_vees
 from .bounds import LP_BOUND_MAX, ProblemCache, best_bound, final_bound, instant_bound
 
 COUPLED_SHARE = 0.25   # of the time limit, for wiring one of the coupled groups (solvers/coupled.py)
@@ -54,6 +55,7 @@ START_SHARE = 0.3     # of the time limit at most, for scoring the search's star
 QUICK_SHARE = 0.04    # of the time limit, for ranking two searched wirings by a short routing
 MIN_SCORE_S = 0.5     # the shortest clock a wiring is scored on (ECMP first, then the multi-path routing)
 PLACE_SHARE = 0.1     # of the time limit at most, for placing skewed demand on the near-Moore wiring
+VEE_SHARE = 0.1       # of the time limit at most, for the relay V's search over their ends (1 s on qwen3-235b-64)
 UNIFORM_CV = 0.1       # demand spread up to which the geometric near-Moore starts are offered (_near_uniform)
 SEED_FROM = 16         # exact solves above this many accelerators start from the search's wiring (_seeded)
 BOUND_SHARE = 0.25     # of the time limit, for the LP relaxation's bound (solved once per problem)
@@ -649,6 +651,11 @@ def _prepare(problem: WiringProblem, params: SolveParams, shape: WiringProblem, 
     hubs = relay_hubs(t, problem.layout, params.seed, HUB_TRIES)
     if hubs is not None:
         aside["relay hubs"] = baselines.impose(hubs, fixed)
+    # under phases, a TP phase's relays over V's beside the all-to-all (solvers/vees.py): the search's moves
+    # would undo the V's, so the wiring gets its own search over their ends and is scored beside it
+    vees = relay_vees(problem, params.seed, VEE_SHARE * params.time_limit_s)
+    if vees is not None:
+        aside["relay vees"] = vees
     states: dict[str, dict] = {k: {} for k in aside}     # their MWU runs, for going on later (`_search`'s rival)
     aside_scores = {k: problem.score(w, "best", max(MIN_SCORE_S, ASIDE_SHARE * params.time_limit_s / len(aside)),
                                      resume=states[k]) for k, w in aside.items()}

@@ -866,9 +866,10 @@ def bench_wire_cmd(suite: str, solvers: str, time_limit: float, small: bool, cas
     if as_json:
         echo_json({"rows": rows, "machine": machine()})
     else:
-        click.echo(f"{'case':<20}{'solver':<12}{'status':<10}{'objective':>14}{'bound':>14}{'gap':>8}{'wall s':>8}  check")
+        w = max([20] + [len(r["case"]) + 2 for r in rows])       # the case names' column fits the longest
+        click.echo(f"{'case':<{w}}{'solver':<12}{'status':<10}{'objective':>14}{'bound':>14}{'gap':>8}{'wall s':>8}  check")
         for r in rows:
-            click.echo(f"{r['case']:<20}{r['solver']:<12}{r['status']:<10}{r['objective'] or float('nan'):>14.6g}"
+            click.echo(f"{r['case']:<{w}}{r['solver']:<12}{r['status']:<10}{r['objective'] or float('nan'):>14.6g}"
                        f"{r['bound'] or float('nan'):>14.6g}{100 * (r['gap'] or 0):>7.2f}%{r['wall_s']:>8.1f}  {r['check']}")
     if any(r["check"] != "ok" or not r["verified"] for r in rows):
         sys.exit(EXIT_INVALID)

@@ -1,0 +1,232 @@
+"""Relay V's: a tensor-parallel phase relayed over shared neighbours, beside an all-to-all (phases objective).
+
+Under the phases objective the TP all-reduce runs alone, on the circuits the all-to-all uses too. With g
+accelerators per TP group, k circuits per TP pair and p ports, each accelerator has e = p - (g - 1) k ports
+outside its group, and the TP phase's bytes beyond its k direct circuits are relayed. A relay over an
+accelerator x outside the group takes two hops only when x has a circuit to both ends of the pair (a "V"
+centred at x); the search's wirings pair the outside ports at random, with few such x, so most relayed
+bytes take three hops or more (qwen3-235b-64: its TP phase 7.5% above what two-hop relays allow).
+
+Construction. Every accelerator centres c = e // 4 V's (2c of its ports) and is an end of 2c of them (2c
+ports): the ends in a group form a 2c-regular multigraph on its members (circulant, offsets 1, 2, ... mod g),
+so every pair of the group gets its share of V's (g = 4, c = 3: two per pair, and with k = 2 each pair's
+bytes have four circuits' worth of one- and two-hop paths). The e - 4c ports left are paired at random
+across groups. Which V end goes to which centre is the all-to-all's side: a swap search over that
+assignment (a swap keeps every V, so the TP phase keeps its relays) lowers the other phases' bytes x hops
+between groups (inside a group every accelerator is one circuit from every other, so only the hops between
+groups spend the all-to-all's scarce circuits) and, among equals, their bytes x hops. qwen3-235b-64 under
+phases: 0.000917-0.000921 s, against 0.000943 s for the searched heavy-pairs wiring (BENCHMARKS.md).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from synth.errors import Infeasible
+from synth.model import Wiring
+
+VEE_MOVES = 3000      # swaps of V ends tried at most (the clock is a ceiling): the same seed, the same wiring
+COLOUR_MIN_S = 2.0    # the colouring's clock at least (qwen3-235b-64: 0.7 s of Kempe-chain restarts)
+
+
+def group_phase(problem) -> tuple[int, np.ndarray] | None:
+    """(index of the phase, group label of every accelerator) for the heaviest phase whose demand is two or
+    more disjoint groups of one size, every ordered pair inside a group with the same bytes, every
+    accelerator in one (the TP all-reduce), when another phase carries bytes too. None otherwise."""
+    from scipy.sparse.csgraph import connected_components
+    found = None
+    for i, ph in enumerate(problem.phases):
+        t = ph.bytes_
+        k, label = connected_components(t > 0, directed=False)
+        sizes = np.bincount(label)
+        if k < 2 or sizes.min() < 2 or np.ptp(sizes) or (t > 0).sum() != int((sizes * (sizes - 1)).sum()):
+            continue
+        same = label[:, None] == label[None, :]
+        inside = t[same & ~np.eye(len(t), dtype=bool)]
+        if np.ptp(inside) > 1e-9 * inside.max():
+            continue
+        weight = ph.weight * float(t.sum())
+        if found is None or weight > found[0]:
+            found = (weight, i, label)
+    if found is None or len(problem.phases) < 2:
+        return None
+    return found[1], found[2]
+
+
+def relay_vees(problem, seed: int = 0, time_limit_s: float = 5.0, moves: int = VEE_MOVES) -> Wiring | None:
+    """The module doc's wiring for a phases problem, or None when it does not apply (no TP-like phase, fixed
+    circuits, the direct policy, accelerators with different port counts, fewer than four ports left per
+    accelerator, or a multigraph that does not colour onto the switches)."""
+    from .bounds import relay_count_bound, relay_count_circuits
+    if problem.objective != "phases" or problem.policy == "direct" or problem.fixed_circuits:
+        return None
+    found = group_phase(problem)
+    if found is None:
+        return None
+    t0 = time.perf_counter()
+    which, label = found
+    ports = problem.layout.capacity.sum(axis=1)
+    if np.ptp(ports):
+        return None
+    p, n = int(ports[0]), problem.accelerators
+    groups = [np.flatnonzero(label == c) for c in range(int(label.max()) + 1)]
+    g = len(groups[0])
+    k = _circuits_per_pair(problem, label, relay_count_bound, relay_count_circuits)
+    c = (p - (g - 1) * k) // 4
+    if c < 1:
+        return None
+    rng = np.random.default_rng(seed)
+    intra = [(int(a), int(b)) for grp in groups for x, a in enumerate(grp) for b in grp[x + 1:] for _ in range(k)]
+    centres = np.repeat(np.arange(n), c)
+    # each group's V ends: offsets 1, 2, ... (mod g, skipping 0) of its members, one 2-regular layer each
+    offs = [1 + s % (g - 1) for s in range(c)]
+    ends = np.array([(int(grp[x]), int(grp[(x + o) % g])) for grp in groups for o in offs for x in range(g)])
+    other = sum(ph.weight * ph.bytes_ for i, ph in enumerate(problem.phases) if i != which)
+    state = _Vees(n, label, centres, ends, other, intra, rng)
+    if not state.repair():
+        return None
+    state.search(moves, t0 + time_limit_s / 2)          # the moves' half of the clock, the colouring's the rest
+    pairs = intra + state.pairs() + _leftover(n, label, p - (g - 1) * k - 4 * c, state.adj, rng)
+    return _coloured(problem.layout, pairs, seed, max(COLOUR_MIN_S, time_limit_s - (time.perf_counter() - t0)))
+
+
+def _circuits_per_pair(problem, label, relay_count_bound, relay_count_circuits) -> int:
+    """The circuits the relay count gives a TP pair when the step's bytes go at once (its fewest-relays
+    allocation at its own bound): the most common count over the group's pairs, at least 1."""
+    shape = problem.as_time()
+    T = relay_count_bound(shape)
+    alloc = relay_count_circuits(shape, T) if T > 0 else None
+    if alloc is None:
+        return 1
+    iu, ju, cnt = alloc
+    inside = label[iu] == label[ju]
+    if not inside.any():
+        return 1
+    return max(1, int(np.bincount(cnt[inside]).argmax()))
+
+
+class _Vees:
+    """The V's: centre slot i holds the V whose ends are ends[assign[i]]; `adj` counts circuits between groups."""
+
+    def __init__(self, n, label, centres, ends, demand, intra, rng):
+        self.n, self.label, self.centres, self.ends, self.rng = n, label, centres, ends, rng
+        self.assign = rng.permutation(len(ends))
+        self.adj = np.zeros((n, n), dtype=np.int64)
+        for i, e in enumerate(self.assign):
+            self._add(i, e, 1)
+        m = int(label.max()) + 1
+        onehot = np.zeros((n, m))
+        onehot[np.arange(n), label] = 1.0
+        self.onehot = onehot
+        self.group_demand = onehot.T @ demand @ onehot          # bytes between groups
+        np.fill_diagonal(self.group_demand, 0.0)
+        self.demand = demand
+        ia = np.array(intra, dtype=np.int64).reshape(-1, 2)
+        self.intra = np.zeros((n, n), dtype=bool)
+        self.intra[ia[:, 0], ia[:, 1]] = self.intra[ia[:, 1], ia[:, 0]] = True
+
+    def _add(self, i, e, s):
+        v = self.centres[i]
+        for a in self.ends[e]:
+            self.adj[v, a] += s
+            self.adj[a, v] += s
+
+    def _bad(self, i) -> bool:
+        v = self.centres[i]
+        a, b = self.ends[self.assign[i]]
+        return bool(self.label[v] == self.label[a] or self.adj[v, a] > 1 or self.adj[v, b] > 1)
+
+    def repair(self, tries: int = 200000) -> bool:
+        """Swap V ends until no V has its centre in its own group or repeats a circuit; False if it fails."""
+        bad = [i for i in range(len(self.assign)) if self._bad(i)]
+        for _ in range(tries):
+            if not bad:         # a swap can spoil a third V (its circuit repeated): look at them all
+                bad = [i for i in range(len(self.assign)) if self._bad(i)]
+                if not bad:
+                    return True
+            i = bad[int(self.rng.integers(len(bad)))]
+            j = int(self.rng.integers(len(self.assign)))
+            before = self._bad(i) + self._bad(j)
+            self._swap(i, j)
+            if self._bad(i) + self._bad(j) > before:
+                self._swap(i, j)
+            bad = [x for x in bad if self._bad(x)] + ([j] if self._bad(j) and j not in bad else [])
+        return not any(self._bad(i) for i in range(len(self.assign)))
+
+    def _swap(self, i, j):
+        self._add(i, self.assign[i], -1)
+        self._add(j, self.assign[j], -1)
+        self.assign[i], self.assign[j] = self.assign[j], self.assign[i]
+        self._add(i, self.assign[i], 1)
+        self._add(j, self.assign[j], 1)
+
+    def cost(self) -> tuple[float, float]:
+        """(bytes x hops between groups, bytes x hops) of the other phases."""
+        from .local_search import _hop_bytes
+        ga = (self.onehot.T @ (self.adj > 0) @ self.onehot) > 0
+        m = ga.shape[0]
+        reach = np.eye(m, dtype=bool)
+        d = np.where(reach, 0.0, np.inf)
+        hops = 0
+        while True:
+            hops += 1
+            nxt = reach | ((reach.astype(np.int64) @ ga.astype(np.int64)) > 0)
+            new = nxt & ~reach
+            if not new.any():
+                break
+            d[new] = hops
+            reach = nxt
+        across = float((self.group_demand * np.where(np.isfinite(d), d, 1e9)).sum())
+        a, b = np.nonzero(np.triu((self.adj > 0) | self.intra, 1))
+        return across, _hop_bytes(self.n, a, b, self.demand)[0]
+
+    def search(self, moves: int, deadline: float) -> None:
+        cur = self.cost()
+        size = len(self.assign)
+        for _ in range(moves):
+            if time.perf_counter() > deadline:
+                return
+            i, j = (int(x) for x in self.rng.choice(size, 2, replace=False))
+            if self.centres[i] == self.centres[j]:
+                continue
+            self._swap(i, j)
+            new = self.cost() if not (self._bad(i) or self._bad(j)) else None
+            if new is not None and (new[0] < cur[0] * (1 - 1e-12) or new[0] <= cur[0] * (1 + 1e-12) and new[1] <= cur[1]):
+                cur = new
+            else:
+                self._swap(i, j)
+
+    def pairs(self) -> list[tuple[int, int]]:
+        return [(int(self.centres[i]), int(a)) for i, e in enumerate(self.assign) for a in self.ends[e]]
+
+
+def _leftover(n, label, left, adj, rng) -> list[tuple[int, int]]:
+    """The `left` ports of every accelerator not in a V, paired at random across groups and new pairs (a port
+    with no such partner stays dark)."""
+    if left <= 0:
+        return []
+    stubs = list(rng.permutation(np.repeat(np.arange(n), left)))
+    seen = adj > 0
+    out = []
+    while stubs:
+        a = int(stubs.pop())
+        j = next((x for x in range(len(stubs) - 1, -1, -1)
+                  if label[stubs[x]] != label[a] and not seen[a, stubs[x]]), None)
+        if j is None:
+            continue
+        b = int(stubs.pop(j))
+        seen[a, b] = seen[b, a] = True
+        out.append((a, b))
+    return out
+
+
+def _coloured(layout, pairs, seed: int, time_limit_s: float) -> Wiring | None:
+    """The circuits on the switches: the Kempe-chain colouring, else CP-SAT's; None when neither finds one."""
+    from synth.realize import realize
+    from .colouring import colour_cpsat
+    try:
+        circuits = realize(layout, pairs, seed=seed, deadline=time.perf_counter() + time_limit_s / 2)
+    except Infeasible:
+        circuits = colour_cpsat(layout, pairs, time_limit_s / 2, seed, threads=1)
+    return None if circuits is None else Wiring(layout.accelerators, layout.ports, tuple(circuits), layout)
