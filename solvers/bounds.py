@@ -439,8 +439,9 @@ def _least_failing(problem: WiringProblem, feasible) -> float:
 
 
 def _relay_count_test(problem: WiringProblem):
-    """feasible(T, counts=False, surplus=None): whether the relay count lets a wiring finish in T (with
-    `surplus`, when at most that many circuits are a pair's second, third, ...: `shared_circuits_bound`)."""
+    """feasible(T, counts=False, surplus=None, circuits=None): whether the relay count lets a wiring finish in
+    T (with `surplus`, when at most that many circuits are a pair's second, third, ...: `shared_circuits_bound`;
+    with `circuits`, when at most that many circuits join pairs with demand: `group_cut_bound`)."""
     t = problem.traffic.bytes_
     n = problem.accelerators
     B = problem.port_bytes_per_s
@@ -469,7 +470,7 @@ def _relay_count_test(problem: WiringProblem):
     cl_cross = np.array([x for _, x in clusters])
     direct = problem.policy == "direct"
 
-    def feasible(T: float, counts: bool = False, surplus: int | None = None):
+    def feasible(T: float, counts: bool = False, surplus: int | None = None, circuits: int | None = None):
         bt = B * T
         need = np.maximum(1, np.ceil(cl_cross / bt - 1e-9)).astype(np.int64)
         caps = np.append((cl_ports - need) // 2, X)
@@ -507,6 +508,8 @@ def _relay_count_test(problem: WiringProblem):
             more = np.sort(gain[k > 0])[::-1][:max(surplus, 0)]
             best = np.sort(np.concatenate([first, more]))[::-1][:X]
             saved = min(saved, float(best.sum()))
+        if circuits is not None:                 # at most `circuits` of them on pairs with demand: the best ones
+            saved = min(saved, float(np.sort(gain)[::-1][:max(circuits, 0)].sum()))
         relayed = float((d1 + d2).sum() - saved)
         return total + relayed <= bt * min(2 * X, port_sum - excess / bt) * (1 + 1e-12)
 
@@ -618,6 +621,13 @@ def _solve_lp_relaxation(problem: WiringProblem, time_limit_s: float):
     return float(unit / res.x[lam]) * (1 - 1e-9), pairs, res.x[nf:nf + P]
 
 
+def _moore_at_surplus(sub: WiringProblem, X: int, M: np.ndarray, cap: float) -> np.ndarray:
+    """A phase's Moore bound (s) when M of the X circuits are a pair's second, third, ...: 2 (X - M) distinct
+    neighbour slots in all (`moore_hop_bytes_by_neighbours`), over all capacity `cap` (bytes/s)."""
+    hb = moore_hop_bytes_by_neighbours(sub)
+    return (hb[np.minimum(2 * (X - M), hb.size - 1)] + node_excess(sub.traffic.bytes_)) / cap
+
+
 SHARED_EVALS = 40     # relay-count bisections the shared-circuits bound may spend on its search over M
 
 
@@ -647,8 +657,7 @@ def shared_circuits_bound(problem: WiringProblem, lp: bool = False,
     if parts is None:
         parts = [(w, sub, best_bound(sub, lp)[1]) for w, sub in problem.phase_problems()]
     for w, sub, named in parts:
-        hb = moore_hop_bytes_by_neighbours(sub)
-        moores.append((hb[np.minimum(2 * (X - M_all), hb.size - 1)] + node_excess(sub.traffic.bytes_)) / cap)
+        moores.append(_moore_at_surplus(sub, X, M_all, cap))
         consts.append(max([v for k, v in named.items() if k not in ("moore", "relay_count")] + [0.0]))
         tests.append(_relay_count_test(sub))
         weights.append(w)
@@ -678,6 +687,90 @@ def shared_circuits_bound(problem: WiringProblem, lp: bool = False,
         heapq.heappush(heap, (step(mid + 1, hi, relay(hi)), mid + 1, hi))
 
 
+def group_phase(problem: WiringProblem) -> tuple[int, np.ndarray] | None:
+    """(index of the phase, group label of every accelerator) for the heaviest phase (weight x bytes) whose
+    demand is two or more disjoint groups of one size, every ordered pair inside a group with the same bytes,
+    every accelerator in one (a TP all-reduce), when another phase carries bytes too. None otherwise."""
+    from scipy.sparse.csgraph import connected_components
+    if problem.objective != "phases" or len(problem.phases) < 2:
+        return None
+    found = None
+    for i, ph in enumerate(problem.phases):
+        t = ph.bytes_
+        k, label = connected_components(t > 0, directed=False)
+        sizes = np.bincount(label)
+        if k < 2 or sizes.min() < 2 or np.ptp(sizes) or (t > 0).sum() != int((sizes * (sizes - 1)).sum()):
+            continue
+        inside = t[(label[:, None] == label[None, :]) & ~np.eye(len(t), dtype=bool)]
+        if np.ptp(inside) > 1e-9 * inside.max():
+            continue
+        weight = ph.weight * float(t.sum())
+        if found is None or weight > found[0]:
+            found = (weight, i, label)
+    return None if found is None else (found[1], found[2])
+
+
+def group_cut_bound(problem: WiringProblem, lp: bool = False,
+                    parts: list[tuple[float, WiringProblem, dict[str, float]]] | None = None) -> float:
+    """The phases objective's bound on circuits inside the groups of a TP-like phase (`group_phase`; 0 when
+    there is none).
+
+    Write x for a wiring's circuits with both ends in one group. The group phase's demand is all inside the
+    groups, so at most x circuits serve it directly: it takes at least its relay count with the x best
+    circuits' savings (falling in x). Every other phase's bytes between groups cross at least one of the
+    circuits between groups, which have sum of ports - 2x ends, so it takes at least those bytes over
+    (ports - 2x) B (the group cut); and a wiring with x circuits on the P pairs inside groups has at least
+    x - P of them beyond a pair's first, so its Moore bound with 2 (X - max(0, x - P)) neighbour slots holds
+    (both rising in x), beside its own best bound. The step takes at least the weighted sum at the wiring's
+    own x, so the minimum over x bounds every wiring: intervals of x are bounded by the group phase at their
+    upper end and the others at their lower end, the least split until a single x or SHARED_EVALS relay
+    counts (qwen3-235b-64: x = 270 or so, two circuits per TP pair being x = 192; 0.887 -> 0.901 ms, since the
+    shared-circuits bound let its all-to-all keep every circuit between groups while the TP pairs took
+    three)."""
+    import heapq
+    found = group_phase(problem)
+    if found is None:
+        return 0.0
+    which, label = found
+    X = max_circuits(problem)
+    B = problem.port_bytes_per_s
+    ports = float(problem.layout.capacity.sum())
+    cap = min(ports, 2.0 * X) * B
+    same = label[:, None] == label[None, :]
+    P = int(np.triu(same, 1).sum())
+    xs = np.arange(X + 1)
+    if parts is None:
+        parts = [(w, sub, best_bound(sub, lp)[1]) for w, sub in problem.phase_problems()]
+    rising = np.zeros(X + 1)
+    with np.errstate(divide="ignore"):
+        ext = np.where(ports - 2 * xs > 0, (ports - 2 * xs) * B, 0.0)
+        for i, (w, sub, named) in enumerate(parts):
+            if i == which:
+                continue
+            t = sub.traffic.bytes_
+            moore = _moore_at_surplus(sub, X, np.maximum(0, xs - P), cap)
+            across = float(t[~same].sum())
+            cut = np.where(ext > 0, across / np.where(ext > 0, ext, 1.0), np.inf if across > 0 else 0.0)
+            rising += w * np.maximum(max(named.values()), np.maximum(moore, cut))
+    w_g, sub_g, named_g = parts[which]
+    test = _relay_count_test(sub_g)
+    falling: dict[int, float] = {}
+
+    def fall(x: int) -> float:
+        if x not in falling:
+            falling[x] = w_g * max(max(named_g.values()), _least_failing(sub_g, lambda T: test(T, circuits=x)))
+        return falling[x]
+
+    heap = [(fall(X) + float(rising.min()), 0, X)]
+    while True:
+        value, lo, hi = heapq.heappop(heap)
+        if lo == hi or len(falling) >= SHARED_EVALS:
+            return value
+        mid = (lo + hi) // 2
+        heapq.heappush(heap, (fall(mid) + float(rising[lo:mid + 1].min()), lo, mid))
+        heapq.heappush(heap, (fall(hi) + float(rising[mid + 1:hi + 1].min()), mid + 1, hi))
+
+
 _PHASES_CACHE = ProblemCache()
 _STEP_CACHE = ProblemCache()
 
@@ -696,6 +789,8 @@ def _phases_bound(problem: WiringProblem, lp: bool, time_limit_s: float = LP_TIM
         memo[lp] = {**{f"total_{k}": v for k, v in named.items()},
                     "phase_sum": float(sum(w * b[0] for w, _, b in parts)),
                     "shared_circuits": shared_circuits_bound(problem, lp, [(w, sub, b[1]) for w, sub, b in parts])}
+        if group_phase(problem) is not None:
+            memo[lp]["group_cut"] = group_cut_bound(problem, lp, [(w, sub, b[1]) for w, sub, b in parts])
     named = memo[lp]
     return max(named.values()), dict(named)
 

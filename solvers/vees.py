@@ -30,35 +30,11 @@ VEE_MOVES = 3000      # swaps of V ends tried at most (the clock is a ceiling): 
 COLOUR_MIN_S = 2.0    # the colouring's clock at least (qwen3-235b-64: 0.7 s of Kempe-chain restarts)
 
 
-def group_phase(problem) -> tuple[int, np.ndarray] | None:
-    """(index of the phase, group label of every accelerator) for the heaviest phase whose demand is two or
-    more disjoint groups of one size, every ordered pair inside a group with the same bytes, every
-    accelerator in one (the TP all-reduce), when another phase carries bytes too. None otherwise."""
-    from scipy.sparse.csgraph import connected_components
-    found = None
-    for i, ph in enumerate(problem.phases):
-        t = ph.bytes_
-        k, label = connected_components(t > 0, directed=False)
-        sizes = np.bincount(label)
-        if k < 2 or sizes.min() < 2 or np.ptp(sizes) or (t > 0).sum() != int((sizes * (sizes - 1)).sum()):
-            continue
-        same = label[:, None] == label[None, :]
-        inside = t[same & ~np.eye(len(t), dtype=bool)]
-        if np.ptp(inside) > 1e-9 * inside.max():
-            continue
-        weight = ph.weight * float(t.sum())
-        if found is None or weight > found[0]:
-            found = (weight, i, label)
-    if found is None or len(problem.phases) < 2:
-        return None
-    return found[1], found[2]
-
-
 def relay_vees(problem, seed: int = 0, time_limit_s: float = 5.0, moves: int = VEE_MOVES) -> Wiring | None:
     """The module doc's wiring for a phases problem, or None when it does not apply (no TP-like phase, fixed
     circuits, the direct policy, accelerators with different port counts, fewer than four ports left per
     accelerator, or a multigraph that does not colour onto the switches)."""
-    from .bounds import relay_count_bound, relay_count_circuits
+    from .bounds import group_phase, relay_count_bound, relay_count_circuits
     if problem.objective != "phases" or problem.policy == "direct" or problem.fixed_circuits:
         return None
     found = group_phase(problem)

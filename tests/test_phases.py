@@ -138,7 +138,30 @@ def test_shared_circuits_bound_on_qwen3():
     prob = suite_problem({"source": "instances/decode/qwen3-235b-64.toml", "objective": "phases"})
     bound, named = best_bound(prob, lp=False)
     assert named["phase_sum"] == pytest.approx(0.00080235, rel=1e-4)
-    assert bound == named["shared_circuits"] == pytest.approx(0.00088737, rel=1e-4)
+    assert named["shared_circuits"] == pytest.approx(0.00088737, rel=1e-4)
+    assert bound == named["group_cut"] == pytest.approx(0.00090097, rel=1e-4)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_group_cut_bound_holds_and_beats_the_shared_circuits(seed, monkeypatch):
+    """TP groups of 2 or 3 beside a random all-to-all on 6 accelerators: the group cut never exceeds the
+    optimum (the phases MILP, solved with the group cut left out so that it cannot end on it) and is above
+    the shared-circuits bound."""
+    import solvers.bounds as sb
+    rng = np.random.default_rng(seed)
+    n, g, ports = 6, 2 + seed % 2, int(rng.integers(3, 6))
+    lab = np.arange(n) // g
+    tp = np.where((lab[:, None] == lab[None]) & ~np.eye(n, dtype=bool), float(rng.integers(1, 40)) * 1e7, 0.0)
+    ep = rng.integers(0, 5, size=(n, n)).astype(float) * 1e7
+    np.fill_diagonal(ep, 0)
+    ep[0, n - 1] += 1e7
+    prob = phased([TrafficPhase("tp", tp, float(rng.integers(1, 10))),
+                   TrafficPhase("ep", ep, float(rng.integers(1, 10)))], ports)
+    _, named = best_bound(prob, lp=False)
+    monkeypatch.setattr(sb, "group_cut_bound", lambda *a, **k: 0.0)
+    res = wire(prob, "milp", SolveParams(time_limit_s=60, seed=0))
+    assert res.status == SolveStatus.OPTIMAL
+    assert named["shared_circuits"] < named["group_cut"] <= res.objective * (1 + 1e-9)
 
 
 def tp_beside_alltoall(n=32, g=4, ports=14):
@@ -154,7 +177,8 @@ def test_relay_vees_give_every_tp_pair_two_hop_relays():
     """Each accelerator centres V's to TP pairs of other groups, so every TP pair has common neighbours
     outside its group; the wiring verifies, repeats with its seed, and its TP phase beats what three
     circuits' worth of one- and two-hop paths per pair allow (k = 2 direct, at least one V each)."""
-    from solvers.vees import group_phase, relay_vees
+    from solvers.bounds import group_phase
+    from solvers.vees import relay_vees
     prob, lab = tp_beside_alltoall()
     assert group_phase(prob)[0] == 0
     w = relay_vees(prob, seed=3)
