@@ -27,7 +27,9 @@ from synth.errors import Infeasible
 from synth.model import Wiring
 
 VEE_MOVES = 3000      # swaps of V ends tried at most (the clock is a ceiling): the same seed, the same wiring
-COLOUR_MIN_S = 2.0    # the colouring's clock at least (qwen3-235b-64: 0.7 s of Kempe-chain restarts)
+COLOUR_MIN_S = 4.0    # the colouring's clock at least (qwen3-235b-64: 0.7 s of Kempe-chain restarts; 1-3 s
+                      # with two spare ports)
+REALIZE_RESTARTS = 100000   # the Kempe-chain colouring's restarts at most (its deadline ends them first)
 
 
 def relay_vees(problem, seed: int = 0, time_limit_s: float = 5.0, moves: int = VEE_MOVES) -> Wiring | None:
@@ -202,7 +204,11 @@ def _coloured(layout, pairs, seed: int, time_limit_s: float) -> Wiring | None:
     from synth.realize import realize
     from .colouring import colour_cpsat
     try:
-        circuits = realize(layout, pairs, seed=seed, deadline=time.perf_counter() + time_limit_s / 2)
+        # restarts until the deadline: a 16-regular V's multigraph (qwen3-235b-64 with two spare ports) needed
+        # 100-300 of the Kempe-chain colouring's seeded restarts, about a second, where CP-SAT on one thread
+        # took 5-60 s
+        circuits = realize(layout, pairs, seed=seed, deadline=time.perf_counter() + 0.75 * time_limit_s,
+                           restarts=REALIZE_RESTARTS)
     except Infeasible:
-        circuits = colour_cpsat(layout, pairs, time_limit_s / 2, seed, threads=1)
+        circuits = colour_cpsat(layout, pairs, 0.25 * time_limit_s, seed, threads=1)
     return None if circuits is None else Wiring(layout.accelerators, layout.ports, tuple(circuits), layout)
