@@ -789,8 +789,9 @@ def _phases_bound(problem: WiringProblem, lp: bool, time_limit_s: float = LP_TIM
         memo[lp] = {**{f"total_{k}": v for k, v in named.items()},
                     "phase_sum": float(sum(w * b[0] for w, _, b in parts)),
                     "shared_circuits": shared_circuits_bound(problem, lp, [(w, sub, b[1]) for w, sub, b in parts])}
-        if group_phase(problem) is not None:
-            memo[lp]["group_cut"] = group_cut_bound(problem, lp, [(w, sub, b[1]) for w, sub, b in parts])
+        cut = group_cut_bound(problem, lp, [(w, sub, b[1]) for w, sub, b in parts])
+        if cut > 0:                          # where a phase is TP-like
+            memo[lp]["group_cut"] = cut
     named = memo[lp]
     return max(named.values()), dict(named)
 

@@ -26,6 +26,8 @@ import numpy as np
 from synth.errors import Infeasible
 from synth.model import Wiring
 
+from .bounds import group_phase, relay_count_bound, relay_count_circuits
+
 VEE_MOVES = 3000      # swaps of V ends tried at most (the clock is a ceiling): the same seed, the same wiring
 COLOUR_MIN_S = 4.0    # the colouring's clock at least (qwen3-235b-64: 0.7 s of Kempe-chain restarts; 1-3 s
                       # with two spare ports)
@@ -36,7 +38,6 @@ def relay_vees(problem, seed: int = 0, time_limit_s: float = 5.0, moves: int = V
     """The module doc's wiring for a phases problem, or None when it does not apply (no TP-like phase, fixed
     circuits, the direct policy, accelerators with different port counts, fewer than four ports left per
     accelerator, or a multigraph that does not colour onto the switches)."""
-    from .bounds import group_phase, relay_count_bound, relay_count_circuits
     if problem.objective != "phases" or problem.policy == "direct" or problem.fixed_circuits:
         return None
     found = group_phase(problem)
@@ -50,7 +51,7 @@ def relay_vees(problem, seed: int = 0, time_limit_s: float = 5.0, moves: int = V
     p, n = int(ports[0]), problem.accelerators
     groups = [np.flatnonzero(label == c) for c in range(int(label.max()) + 1)]
     g = len(groups[0])
-    k = _circuits_per_pair(problem, label, relay_count_bound, relay_count_circuits)
+    k = _circuits_per_pair(problem, label)
     c = (p - (g - 1) * k) // 4
     if c < 1:
         return None
@@ -69,7 +70,7 @@ def relay_vees(problem, seed: int = 0, time_limit_s: float = 5.0, moves: int = V
     return _coloured(problem.layout, pairs, seed, max(COLOUR_MIN_S, time_limit_s - (time.perf_counter() - t0)))
 
 
-def _circuits_per_pair(problem, label, relay_count_bound, relay_count_circuits) -> int:
+def _circuits_per_pair(problem, label: np.ndarray) -> int:
     """The circuits the relay count gives a TP pair when the step's bytes go at once (its fewest-relays
     allocation at its own bound): the most common count over the group's pairs, at least 1."""
     shape = problem.as_time()
