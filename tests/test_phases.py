@@ -176,14 +176,16 @@ def tp_beside_alltoall(n=32, g=4, ports=14):
 def test_relay_vees_give_every_tp_pair_two_hop_relays():
     """Each accelerator centres V's to TP pairs of other groups, so every TP pair has common neighbours
     outside its group; the wiring verifies, repeats with its seed, and its TP phase beats what three
-    circuits' worth of one- and two-hop paths per pair allow (k = 2 direct, at least one V each)."""
+    circuits' worth of one- and two-hop paths per pair allow (k = 2 direct, at least one V each).
+    `relay_vees` answers with the V's of k = 2 or k = 1, whichever routes faster."""
     from solvers.bounds import group_phase
-    from solvers.vees import relay_vees
+    from solvers.vees import VEE_MOVES, _built, relay_vees
     prob, lab = tp_beside_alltoall()
-    assert group_phase(prob)[0] == 0
-    w = relay_vees(prob, seed=3)
+    found = group_phase(prob)
+    assert found[0] == 0
+    w = _built(prob, found, 2, 3, 5.0, VEE_MOVES)
     assert w is not None and wiring_violations(w) == []
-    assert w.circuits == relay_vees(prob, seed=3).circuits
+    assert w.circuits == _built(prob, found, 2, 3, 5.0, VEE_MOVES).circuits
     adj = w.adjacency()
     same = lab[:, None] == lab[None]
     common = (adj > 0).astype(int) @ ((adj > 0) & ~same).astype(int)   # common neighbours outside the group
@@ -191,8 +193,11 @@ def test_relay_vees_give_every_tp_pair_two_hop_relays():
     assert (adj[inside] == 2).all() and (common[inside] >= 1).all()
     tp_alone = prob.phase_problems()[0][1]
     assert tp_alone.score(w, "optimal")[0] <= 30e6 / (3 * prob.port_bytes_per_s) * (1 + 1e-9)
+    answer = relay_vees(prob, seed=3)
+    assert answer.circuits == relay_vees(prob, seed=3).circuits and wiring_violations(answer) == []
+    assert answer.circuits in (w.circuits, _built(prob, found, 1, 3, 5.0, VEE_MOVES).circuits)
     # where the V's do not fit (fewer than four ports left outside a group) there are none
-    assert relay_vees(tp_beside_alltoall(16, 4, 9)[0]) is None
+    assert relay_vees(tp_beside_alltoall(16, 4, 6)[0]) is None
     assert relay_vees(phased(random_phases(8, 0), 3)) is None
 
 
