@@ -631,6 +631,21 @@ def _moore_at_surplus(sub: WiringProblem, X: int, M: np.ndarray, cap: float) -> 
 SHARED_EVALS = 40     # relay-count bisections the shared-circuits bound may spend on its search over M
 
 
+def _least_over(X: int, bound, spent) -> float:
+    """The least of a bound over 0..X, by splitting intervals: bound(lo, hi) is a lower bound over [lo, hi]
+    that is exact when lo == hi (it evaluates the costly part at hi); the interval with the least bound is
+    split until it is a single value or spent() reaches SHARED_EVALS, and its bound is the answer."""
+    import heapq
+    heap = [(bound(0, X), 0, X)]
+    while True:
+        value, lo, hi = heapq.heappop(heap)
+        if lo == hi or spent() >= SHARED_EVALS:
+            return value
+        mid = (lo + hi) // 2
+        heapq.heappush(heap, (bound(lo, mid), lo, mid))
+        heapq.heappush(heap, (bound(mid + 1, hi), mid + 1, hi))
+
+
 def shared_circuits_bound(problem: WiringProblem, lp: bool = False,
                           parts: list[tuple[float, WiringProblem, dict[str, float]]] | None = None) -> float:
     """The phases objective's bound on circuits the phases share (0 when it does not apply).
@@ -646,7 +661,6 @@ def shared_circuits_bound(problem: WiringProblem, lp: bool = False,
     their upper end; the interval with the least bound is split until it is a single M (exact) or
     SHARED_EVALS relay counts were spent (then the least interval bound is the answer). `parts`: (weight,
     phase problem, its named bounds) when the caller has them."""
-    import heapq
     if problem.objective != "phases":
         return 0.0
     X = max_circuits(problem)
@@ -677,14 +691,7 @@ def shared_circuits_bound(problem: WiringProblem, lp: bool = False,
 
     if np.allclose(relay(0), relay(X), rtol=1e-9, atol=0.0):  # nobody gains from parallel circuits: M = 0
         return step(0, 0, relay(0))
-    heap = [(step(0, X, relay(X)), 0, X)]             # (bound over the interval, lo, hi); relay known at hi
-    while True:
-        value, lo, hi = heapq.heappop(heap)
-        if lo == hi or len(relays) >= SHARED_EVALS:
-            return value
-        mid = (lo + hi) // 2
-        heapq.heappush(heap, (step(lo, mid, relay(mid)), lo, mid))
-        heapq.heappush(heap, (step(mid + 1, hi, relay(hi)), mid + 1, hi))
+    return _least_over(X, lambda lo, hi: step(lo, hi, relay(hi)), lambda: len(relays))
 
 
 def group_phase(problem: WiringProblem) -> tuple[int, np.ndarray] | None:
@@ -727,7 +734,6 @@ def group_cut_bound(problem: WiringProblem, lp: bool = False,
     counts (qwen3-235b-64: x = 270 or so, two circuits per TP pair being x = 192; 0.887 -> 0.901 ms, since the
     shared-circuits bound let its all-to-all keep every circuit between groups while the TP pairs took
     three)."""
-    import heapq
     found = group_phase(problem)
     if found is None:
         return 0.0
@@ -761,14 +767,7 @@ def group_cut_bound(problem: WiringProblem, lp: bool = False,
             falling[x] = w_g * max(max(named_g.values()), _least_failing(sub_g, lambda T: test(T, circuits=x)))
         return falling[x]
 
-    heap = [(fall(X) + float(rising.min()), 0, X)]
-    while True:
-        value, lo, hi = heapq.heappop(heap)
-        if lo == hi or len(falling) >= SHARED_EVALS:
-            return value
-        mid = (lo + hi) // 2
-        heapq.heappush(heap, (fall(mid) + float(rising[lo:mid + 1].min()), lo, mid))
-        heapq.heappush(heap, (fall(hi) + float(rising[mid + 1:hi + 1].min()), mid + 1, hi))
+    return _least_over(X, lambda lo, hi: fall(hi) + float(rising[lo:hi + 1].min()), lambda: len(falling))
 
 
 _PHASES_CACHE = ProblemCache()

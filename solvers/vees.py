@@ -159,20 +159,9 @@ class _Vees:
 
     def cost(self) -> tuple[float, float]:
         """(bytes x hops between groups, bytes x hops) of the other phases."""
+        from scipy.sparse.csgraph import shortest_path
         from .local_search import _hop_bytes
-        ga = (self.onehot.T @ (self.adj > 0) @ self.onehot) > 0
-        m = ga.shape[0]
-        reach = np.eye(m, dtype=bool)
-        d = np.where(reach, 0.0, np.inf)
-        hops = 0
-        while True:
-            hops += 1
-            nxt = reach | ((reach.astype(np.int64) @ ga.astype(np.int64)) > 0)
-            new = nxt & ~reach
-            if not new.any():
-                break
-            d[new] = hops
-            reach = nxt
+        d = shortest_path((self.onehot.T @ (self.adj > 0) @ self.onehot) > 0, unweighted=True)
         across = float((self.group_demand * np.where(np.isfinite(d), d, 1e9)).sum())
         a, b = np.nonzero(np.triu((self.adj > 0) | self.intra, 1))
         return across, _hop_bytes(self.n, a, b, self.demand)[0]
