@@ -29,9 +29,10 @@ from synth.model import Wiring
 from .bounds import group_phase, relay_count_bound, relay_count_circuits
 
 VEE_MOVES = 3000      # swaps of V ends tried at most (the clock is a ceiling): the same seed, the same wiring
-COLOUR_MIN_S = 4.0    # the colouring's clock at least (qwen3-235b-64: 0.7 s of Kempe-chain restarts; 1-3 s
-                      # with two spare ports)
+COLOUR_MIN_S = 5.0    # the colouring's clock at least (deepseek-v3-144 with TP 4: 1.3-2.8 s of CP-SAT's local
+                      # search)
 REALIZE_RESTARTS = 100000   # the Kempe-chain colouring's restarts at most (its deadline ends them first)
+LS_SHARE = 0.8        # of the colouring's clock for CP-SAT's local search, the rest for the Kempe chains
 MIN_RANK_S = 1.0      # the short routing that ranks the V's of two k's gets at least this clock
 
 
@@ -207,15 +208,18 @@ def _leftover(n, label, left, adj, rng) -> list[tuple[int, int]]:
 
 
 def _coloured(layout, pairs, seed: int, time_limit_s: float) -> Wiring | None:
-    """The circuits on the switches: the Kempe-chain colouring, else CP-SAT's; None when neither finds one."""
+    """The circuits on the switches: CP-SAT's local search on one worker (the same circuits on every run),
+    else the Kempe-chain colouring's seeded restarts until the deadline; None when neither finds one. On the
+    V's multigraphs the local search is the faster (qwen3-235b-64: 0.2-0.7 s against 0.6-0.7 s of restarts,
+    with two spare ports 0.4-0.9 s against 1.3-1.7 s; deepseek-v3-144 with TP 4: 1.3-2.8 s, where the
+    restarts found none in 60 s and CP-SAT's full search on one thread none in 40 s)."""
     from synth.realize import realize
     from .colouring import colour_cpsat
-    try:
-        # restarts until the deadline: a 16-regular V's multigraph (qwen3-235b-64 with two spare ports) needed
-        # 100-300 of the Kempe-chain colouring's seeded restarts, about a second, where CP-SAT on one thread
-        # took 5-60 s
-        circuits = realize(layout, pairs, seed=seed, deadline=time.perf_counter() + 0.75 * time_limit_s,
-                           restarts=REALIZE_RESTARTS)
-    except Infeasible:
-        circuits = colour_cpsat(layout, pairs, 0.25 * time_limit_s, seed, threads=1)
-    return None if circuits is None else Wiring(layout.accelerators, layout.ports, tuple(circuits), layout)
+    t0 = time.perf_counter()
+    circuits = colour_cpsat(layout, pairs, LS_SHARE * time_limit_s, seed, threads=1, ls_share=1.0)
+    if circuits is None:
+        try:
+            circuits = realize(layout, pairs, seed=seed, deadline=t0 + time_limit_s, restarts=REALIZE_RESTARTS)
+        except Infeasible:
+            return None
+    return Wiring(layout.accelerators, layout.ports, tuple(circuits), layout)

@@ -1249,7 +1249,7 @@ def test_heavy_pairs_get_the_circuits_their_bytes_fill_and_keep_them():
 
 
 def test_exact_colouring_decides_class_one_and_two():
-    from solvers.colouring import colour_cpsat
+    from solvers.colouring import colour_cpsat, colour_or_proof
     petersen = list(nx.petersen_graph().edges())     # 3-regular, class 2: four switches needed
     assert colour_cpsat(OCSLayout.uniform(10, 3), petersen, time_limit_s=20) is None
     cs = colour_cpsat(OCSLayout.uniform(10, 4), petersen, time_limit_s=20)
@@ -1257,6 +1257,13 @@ def test_exact_colouring_decides_class_one_and_two():
     assert not wiring_violations(w) and len(cs) == 15
     k4 = list(nx.complete_graph(4).edges())           # class 1: three switches suffice
     assert colour_cpsat(OCSLayout.uniform(4, 3), k4) is not None
+    # the local search alone finds colourings, the same on every run (class 2 here is proven by CP-SAT's
+    # presolve, which runs before it); after it the full search still proves class 2
+    ls = colour_cpsat(OCSLayout.uniform(10, 4), petersen, time_limit_s=20, threads=1, ls_share=1.0)
+    assert ls == colour_cpsat(OCSLayout.uniform(10, 4), petersen, time_limit_s=20, threads=1, ls_share=1.0)
+    assert not wiring_violations(Wiring(10, 4, ls, OCSLayout.uniform(10, 4)))
+    assert colour_or_proof(OCSLayout.uniform(10, 3), petersen, 2.0, ls_share=1.0)[0] is None
+    assert colour_or_proof(OCSLayout.uniform(10, 3), petersen, 20.0, ls_share=0.1) == (None, True)
 
 
 def test_topoopt_colours_itself_with_every_port_used():
