@@ -238,7 +238,7 @@ def relay_split_bound(problem: WiringProblem) -> float:
         B T >= (2 S - L1(k) + m + max(m_out + E_A, m_in + E'_A)) / (P_A + K),
 
     and the larger of both forms holds (deepseek-v3-pd-96, whose decode accelerators receive more than they
-    send: +0.47%, gap 2.70% -> 2.24%).
+    send: +0.47%, gap 2.70% -> 2.23%).
 
     >>> import numpy as np
     >>> from synth.model import OCSLayout, TrafficMatrix
