@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from synth.errors import Infeasible
-from synth.model import Wiring
+from synth.model import Circuit, Wiring
 
 from .bounds import group_phase, relay_count_bound, relay_count_circuits
 
@@ -33,16 +33,23 @@ COLOUR_MIN_S = 5.0    # the colouring's clock at least (deepseek-v3-144 with TP 
                       # search)
 REALIZE_RESTARTS = 100000   # the Kempe-chain colouring's restarts at most (its deadline ends them first)
 LS_SHARE = 0.8        # of the colouring's clock for CP-SAT's local search, the rest for the Kempe chains
-MIN_RANK_S = 1.0      # the short routing that ranks the V's of two k's gets at least this clock
+MIN_RANK_S = 1.0      # the short routing that ranks the V's of each k gets at least this clock
+BUILD_SHARE = 0.4     # of the clock for building the V's of the three k's (their swap searches)
+RANK_SHARE = 0.3      # of the clock for ranking them; the colouring of the fastest has the rest
 
 
 def relay_vees(problem, seed: int = 0, time_limit_s: float = 5.0, moves: int = VEE_MOVES) -> Wiring | None:
     """The module doc's wiring for a phases problem, or None when it does not apply (no TP-like phase, fixed
     circuits, the direct policy, accelerators with different port counts, fewer than four ports left per
-    accelerator, or a multigraph that does not colour onto the switches). k is the relay count's and one
-    less (its circuits inside a group leave the all-to-all more ports); when both build, the one faster
-    under a short multi-path routing (half the clock) is the answer. qwen3-235b-64 with TP 8: k = 2 leaves 4
-    ports outside a group, 0.00112 s; k = 1 leaves 11, 0.00064 s. With TP 4: k = 2 0.00094 s, k = 1 0.00096 s."""
+    accelerator, or a multigraph that does not colour onto the switches). k is the relay count's, one more
+    (fewer relayed TP bytes) and one less (its circuits inside a group leave the all-to-all more ports). The
+    V's of each are built in BUILD_SHARE of the clock and ranked by a short multi-path routing of their
+    multigraphs in RANK_SHARE (the routing does not depend on the switches); the fastest is coloured onto the
+    switches with the rest of the clock, the next one if it does not colour. qwen3-235b-64 with TP 8: k = 2
+    leaves 4 ports outside a group, 0.00112 s; k = 1 leaves 11, 0.00064 s. With TP 4: k = 2 0.00094 s, k = 1
+    0.00096 s. deepseek-v3-144 with TP 4: k = 1 (the relay count's) 0.00185 s, k = 2 0.00179 s, k = 3
+    0.00207 s (its all-to-all is held by the hottest accelerators' ports, so circuits inside a group cost it
+    little)."""
     if problem.objective != "phases" or problem.policy == "direct" or problem.fixed_circuits:
         return None
     found = group_phase(problem)
@@ -50,21 +57,39 @@ def relay_vees(problem, seed: int = 0, time_limit_s: float = 5.0, moves: int = V
         return None
     t0 = time.perf_counter()
     k = _circuits_per_pair(problem, found[1])
-    ks = [x for x in (k, k - 1) if x >= 1]
-    built = []
+    ks = [x for x in (k, k + 1, k - 1) if x >= 1]
+    graphs = []
     for i, x in enumerate(ks):
-        left = time_limit_s / 2 - (time.perf_counter() - t0)
-        w = _built(problem, found, x, seed, max(0.0, left / (len(ks) - i)), moves)
+        left = BUILD_SHARE * time_limit_s - (time.perf_counter() - t0)
+        pairs = _vee_pairs(problem, found, x, seed, max(0.0, left / (len(ks) - i)), moves)
+        if pairs is not None:
+            graphs.append(pairs)
+    if len(graphs) > 1:
+        rank_s = max(MIN_RANK_S, ((BUILD_SHARE + RANK_SHARE) * time_limit_s - (time.perf_counter() - t0))
+                     / len(graphs))
+        times = [problem.score(_uncoloured(problem.layout, pairs), "mwu", rank_s)[0] for pairs in graphs]
+        graphs = [graphs[i] for i in np.argsort(times, kind="stable")]
+    for pairs in graphs:
+        w = _coloured(problem.layout, pairs, seed, max(COLOUR_MIN_S, time_limit_s - (time.perf_counter() - t0)))
         if w is not None:
-            built.append(w)
-    if len(built) < 2:
-        return built[0] if built else None
-    rank_s = max(MIN_RANK_S, (time_limit_s - (time.perf_counter() - t0)) / len(built))
-    return min(built, key=lambda w: problem.score(w, "mwu", rank_s)[0])
+            return w
+    return None
 
 
 def _built(problem, found, k: int, seed: int, time_limit_s: float, moves: int) -> Wiring | None:
-    """The V's with k circuits per pair of each group, or None (fewer than four ports left, or no colouring)."""
+    """The V's with k circuits per pair of each group on the switches, or None (fewer than four ports left,
+    or no colouring): `_vee_pairs` in half the clock, `_coloured` in the rest."""
+    t0 = time.perf_counter()
+    pairs = _vee_pairs(problem, found, k, seed, time_limit_s / 2, moves)
+    if pairs is None:
+        return None
+    return _coloured(problem.layout, pairs, seed, max(COLOUR_MIN_S, time_limit_s - (time.perf_counter() - t0)))
+
+
+def _vee_pairs(problem, found, k: int, seed: int, time_limit_s: float, moves: int) -> list[tuple[int, int]] | None:
+    """The circuits (pairs of accelerators) of the V's with k circuits per pair of each group, their ends
+    searched for at most `moves` swaps within `time_limit_s`; None when fewer than four ports are left
+    outside a group or no assignment of the V ends repairs."""
     t0 = time.perf_counter()
     which, label = found
     p, n = int(problem.layout.capacity.sum(axis=1)[0]), problem.accelerators
@@ -83,9 +108,14 @@ def _built(problem, found, k: int, seed: int, time_limit_s: float, moves: int) -
     state = _Vees(n, label, centres, ends, other, intra, rng)
     if not state.repair():
         return None
-    state.search(moves, t0 + time_limit_s / 2)          # the moves' half of the clock, the colouring's the rest
-    pairs = intra + state.pairs() + _leftover(n, label, p - (g - 1) * k - 4 * c, state.adj, rng)
-    return _coloured(problem.layout, pairs, seed, max(COLOUR_MIN_S, time_limit_s - (time.perf_counter() - t0)))
+    state.search(moves, t0 + time_limit_s)
+    return intra + state.pairs() + _leftover(n, label, p - (g - 1) * k - 4 * c, state.adj, rng)
+
+
+def _uncoloured(layout, pairs) -> Wiring:
+    """`pairs` as a wiring with every circuit at switch 0, port 0: for routing it (which sees only which
+    accelerators are joined, and how often), never to be returned or written."""
+    return Wiring(layout.accelerators, layout.ports, tuple(Circuit(0, a, 0, b, 0) for a, b in pairs), layout)
 
 
 def _circuits_per_pair(problem, label: np.ndarray) -> int:
