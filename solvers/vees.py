@@ -44,12 +44,12 @@ def relay_vees(problem, seed: int = 0, time_limit_s: float = 5.0, moves: int = V
     accelerator, or a multigraph that does not colour onto the switches). k is the relay count's, one more
     (fewer relayed TP bytes) and one less (its circuits inside a group leave the all-to-all more ports). The
     V's of each are built in BUILD_SHARE of the clock and ranked by a short multi-path routing of their
-    multigraphs in RANK_SHARE (the routing does not depend on the switches); the fastest is coloured onto the
-    switches with the rest of the clock, the next one if it does not colour. qwen3-235b-64 with TP 8: k = 2
-    leaves 4 ports outside a group, 0.00112 s; k = 1 leaves 11, 0.00064 s. With TP 4: k = 2 0.00094 s, k = 1
-    0.00096 s. deepseek-v3-144 with TP 4: k = 1 (the relay count's) 0.00185 s, k = 2 0.00179 s, k = 3
-    0.00207 s (its all-to-all is held by the hottest accelerators' ports, so circuits inside a group cost it
-    little)."""
+    multigraphs in RANK_SHARE (the routing does not depend on the switches); the fastest is coloured onto
+    the switches with the rest of the clock, the next one if it does not colour and COLOUR_MIN_S is left.
+    qwen3-235b-64 with TP 8: k = 2 leaves 4 ports outside a group, 0.00112 s; k = 1 leaves 11, 0.00064 s.
+    With TP 4: k = 2 0.00094 s, k = 1 0.00096 s. deepseek-v3-144 with TP 4: k = 1 (the relay count's)
+    0.00185 s, k = 2 0.00179 s, k = 3 0.00207 s (its all-to-all is held by the hottest accelerators' ports,
+    so circuits inside a group cost it little)."""
     if problem.objective != "phases" or problem.policy == "direct" or problem.fixed_circuits:
         return None
     found = group_phase(problem)
@@ -69,8 +69,11 @@ def relay_vees(problem, seed: int = 0, time_limit_s: float = 5.0, moves: int = V
                      / len(graphs))
         times = [problem.score(_uncoloured(problem.layout, pairs), "mwu", rank_s)[0] for pairs in graphs]
         graphs = [graphs[i] for i in np.argsort(times, kind="stable")]
-    for pairs in graphs:
-        w = _coloured(problem.layout, pairs, seed, max(COLOUR_MIN_S, time_limit_s - (time.perf_counter() - t0)))
+    for i, pairs in enumerate(graphs):     # the fastest gets at least COLOUR_MIN_S, the next ones what is left
+        left = time_limit_s - (time.perf_counter() - t0)
+        if i and left < COLOUR_MIN_S:
+            break
+        w = _coloured(problem.layout, pairs, seed, max(COLOUR_MIN_S, left))
         if w is not None:
             return w
     return None
