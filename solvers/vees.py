@@ -79,16 +79,6 @@ def relay_vees(problem, seed: int = 0, time_limit_s: float = 5.0, moves: int = V
     return None
 
 
-def _built(problem, found, k: int, seed: int, time_limit_s: float, moves: int) -> Wiring | None:
-    """The V's with k circuits per pair of each group on the switches, or None (fewer than four ports left,
-    or no colouring): `_vee_pairs` in half the clock, `_coloured` in the rest."""
-    t0 = time.perf_counter()
-    pairs = _vee_pairs(problem, found, k, seed, time_limit_s / 2, moves)
-    if pairs is None:
-        return None
-    return _coloured(problem.layout, pairs, seed, max(COLOUR_MIN_S, time_limit_s - (time.perf_counter() - t0)))
-
-
 def _vee_pairs(problem, found, k: int, seed: int, time_limit_s: float, moves: int) -> list[tuple[int, int]] | None:
     """The circuits (pairs of accelerators) of the V's with k circuits per pair of each group, their ends
     searched for at most `moves` swaps within `time_limit_s`; None when fewer than four ports are left

@@ -180,13 +180,18 @@ def test_relay_vees_give_every_tp_pair_two_hop_relays():
     `relay_vees` answers with the V's of k = 1, 2 or 3, whichever routes faster; it ranks them before they
     are coloured, which the routing does not see."""
     from solvers.bounds import group_phase
-    from solvers.vees import VEE_MOVES, _built, _uncoloured, _vee_pairs, relay_vees
+    from solvers.vees import COLOUR_MIN_S, VEE_MOVES, _coloured, _uncoloured, _vee_pairs, relay_vees
+
+    def _built(prob, found, k, seed):     # the V's of one k on the switches, as `relay_vees` colours them
+        pairs = _vee_pairs(prob, found, k, seed, 2.5, VEE_MOVES)
+        return None if pairs is None else _coloured(prob.layout, pairs, seed, COLOUR_MIN_S)
+
     prob, lab = tp_beside_alltoall()
     found = group_phase(prob)
     assert found[0] == 0
-    w = _built(prob, found, 2, 3, 5.0, VEE_MOVES)
+    w = _built(prob, found, 2, 3)
     assert w is not None and wiring_violations(w) == []
-    assert w.circuits == _built(prob, found, 2, 3, 5.0, VEE_MOVES).circuits
+    assert w.circuits == _built(prob, found, 2, 3).circuits
     adj = w.adjacency()
     same = lab[:, None] == lab[None]
     common = (adj > 0).astype(int) @ ((adj > 0) & ~same).astype(int)   # common neighbours outside the group
@@ -196,7 +201,7 @@ def test_relay_vees_give_every_tp_pair_two_hop_relays():
     assert tp_alone.score(w, "optimal")[0] <= 30e6 / (3 * prob.port_bytes_per_s) * (1 + 1e-9)
     answer = relay_vees(prob, seed=3)
     assert answer.circuits == relay_vees(prob, seed=3).circuits and wiring_violations(answer) == []
-    others = [_built(prob, found, k, 3, 5.0, VEE_MOVES) for k in (1, 3)]
+    others = [_built(prob, found, k, 3) for k in (1, 3)]
     assert answer.circuits in [w.circuits] + [o.circuits for o in others if o is not None]
     pairs = _vee_pairs(prob, found, 2, 3, 2.5, VEE_MOVES)
     assert (_uncoloured(prob.layout, pairs).adjacency() == w.adjacency()).all()
