@@ -267,7 +267,8 @@ def _relay_split(problem: WiringProblem) -> float:
         return 0.0
     if steps.size > sets - 1:
         steps = steps[np.linspace(0, steps.size - 1, sets - 1).round().astype(int)] if sets > 1 else steps[:0]
-    sent, received = t.sum(axis=1), t.sum(axis=0)
+    surplus_in = np.maximum(t.sum(axis=0) - t.sum(axis=1), 0.0)     # each accelerator's node excess, each way
+    surplus_out = np.maximum(t.sum(axis=1) - t.sum(axis=0), 0.0)
     best = 0.0
     for j in np.concatenate([[0], steps]).astype(int):
         I, A = order[:j], order[j:]
@@ -276,8 +277,7 @@ def _relay_split(problem: WiringProblem) -> float:
         m = max(out_i, in_i)
         # the A side's node excess (module doc), each way: A's circuits out carry A's bytes to I, the relays'
         # A -> I crossings and the bytes inside A, within P_A B T less what A's accelerators cannot relay
-        lent = max(out_i + float(np.maximum(received[A] - sent[A], 0.0).sum()),
-                   in_i + float(np.maximum(sent[A] - received[A], 0.0).sum()))
+        lent = max(out_i + float(surplus_in[A].sum()), in_i + float(surplus_out[A].sum()))
         pa, PI = ports[A], int(ports[I].sum())
         PA = int(pa.sum())
         K = np.arange(min(PA, PI) + 1)
