@@ -14,27 +14,46 @@ bytes have four circuits' worth of one- and two-hop paths). The e - 4c ports lef
 across groups. Which V end goes to which centre is the all-to-all's side: a swap search over that
 assignment (a swap keeps every V, so the TP phase keeps its relays) lowers the other phases' bytes x hops
 between groups (inside a group every accelerator is one circuit from every other, so only the hops between
-groups spend the all-to-all's scarce circuits) and, among equals, their bytes x hops. qwen3-235b-64 under
-phases: 0.000917-0.000921 s, against 0.000943 s for the searched heavy-pairs wiring (BENCHMARKS.md).
+groups spend the all-to-all's scarce circuits) and, among equals, their bytes x hops.
+
+On the switches. Such a multigraph must still be edge-coloured onto the switches (each a matching), which
+is NP-hard in general and took CP-SAT's local search seconds (deepseek-v3-144 with TP 4) to tens of seconds
+(kimi-k2-288 with TP 4). Where every accelerator has one port on each of p planes (switches joining any two),
+the V's are built coloured instead: the group's circuits are k one-factorizations of it, one plane per
+round, and the V's come in 2c layers of two planes each, a V's centre to its first end on the layer's first
+plane and to its second end on the second. In each layer half the accelerators are ends (directed cycles
+inside their groups: each the first end of one V and the second of another) and the other half centres
+(one V each), so every accelerator meets every plane once. Groups of four or more split into halves for
+this, so every group has ends and centres in every layer; groups of two end whole, half the groups in each
+layer. The swap search keeps a V in its layer. Where that does not apply (another layout, groups of odd
+size, an odd number of groups of two, groups of four with c < 3) or no assignment of the layered ends is
+found, the V's are built as above and coloured by search. qwen3-235b-64 under phases: the V's 0.000914-0.000919 s over
+seeds 0-7 (coloured by search: 0.000916-0.000920 s), against 0.000943 s for the searched heavy-pairs
+wiring (BENCHMARKS.md).
 """
 from __future__ import annotations
 
+import itertools
 import time
 
 import numpy as np
 
 from synth.errors import Infeasible
 from synth.model import Circuit, Wiring
+from synth.realize import assign_ports
 
 from .bounds import group_phase, relay_count_bound, relay_count_circuits
 
 VEE_MOVES = 3000      # swaps of V ends tried at most (the clock is a ceiling): the same seed, the same wiring
 COLOUR_MIN_S = 5.0    # the colouring's clock at least (deepseek-v3-144 with TP 4: 1.3-2.8 s of CP-SAT's local
                       # search)
+LAYERED_REPAIRS = 20000   # swaps the layered V's repair tries before CP-SAT assigns them
+LAYERED_CPSAT_S = 2.0     # CP-SAT's clock for them at least (32 accelerators: 0.05 s)
 REALIZE_RESTARTS = 100000   # the Kempe-chain colouring's restarts at most (its deadline ends them first)
 LS_SHARE = 0.8        # of the colouring's clock for CP-SAT's local search, the rest for the Kempe chains
 MIN_RANK_S = 1.0      # the short routing that ranks the V's of each k gets at least this clock
 BUILD_SHARE = 0.4     # of the clock for building the V's of the three k's (their swap searches)
+PERM_TRIES = 60      # orders of a group tried for each pair of V layers (groups of 4 or more on planes)
 RANK_SHARE = 0.3      # of the clock for ranking them; the colouring of the fastest has the rest
 
 
@@ -46,6 +65,7 @@ def relay_vees(problem, seed: int = 0, time_limit_s: float = 5.0, moves: int = V
     V's of each are built in BUILD_SHARE of the clock and ranked by a short multi-path routing of their
     multigraphs in RANK_SHARE (the routing does not depend on the switches); the fastest is coloured onto
     the switches with the rest of the clock, the next one if it does not colour and COLOUR_MIN_S is left.
+    V's built on their planes need no colouring: then the ranking has the rest of the clock.
     qwen3-235b-64 with TP 8: k = 2 leaves 4 ports outside a group, 0.00112 s; k = 1 leaves 11, 0.00064 s.
     With TP 4: k = 2 0.00094 s, k = 1 0.00096 s. deepseek-v3-144 with TP 4: k = 1 (the relay count's)
     0.00185 s, k = 2 0.00179 s, k = 3 0.00207 s (its all-to-all is held by the hottest accelerators' ports,
@@ -61,28 +81,40 @@ def relay_vees(problem, seed: int = 0, time_limit_s: float = 5.0, moves: int = V
     graphs = []
     for i, x in enumerate(ks):
         left = BUILD_SHARE * time_limit_s - (time.perf_counter() - t0)
-        pairs = _vee_pairs(problem, found, x, seed, max(0.0, left / (len(ks) - i)), moves)
-        if pairs is not None:
-            graphs.append(pairs)
-    if len(graphs) > 1:
-        rank_s = max(MIN_RANK_S, ((BUILD_SHARE + RANK_SHARE) * time_limit_s - (time.perf_counter() - t0))
-                     / len(graphs))
-        times = [problem.score(_uncoloured(problem.layout, pairs), "mwu", rank_s)[0] for pairs in graphs]
+        built = _vee_pairs(problem, found, x, seed, max(0.0, left / (len(ks) - i)), moves)
+        if built is not None:
+            graphs.append(built)
+    if len(graphs) > 1:     # with no V's to colour, the colouring's share goes to the ranking too
+        share = 1.0 if all(b[1] is not None for b in graphs) else BUILD_SHARE + RANK_SHARE
+        rank_s = max(MIN_RANK_S, (share * time_limit_s - (time.perf_counter() - t0)) / len(graphs))
+        times = [problem.score(_uncoloured(problem.layout, pairs), "mwu", rank_s)[0] for pairs, _ in graphs]
         graphs = [graphs[i] for i in np.argsort(times, kind="stable")]
-    for i, pairs in enumerate(graphs):     # the fastest gets at least COLOUR_MIN_S, the next ones what is left
+    for i, built in enumerate(graphs):     # the fastest gets at least COLOUR_MIN_S, the next ones what is left
         left = time_limit_s - (time.perf_counter() - t0)
-        if i and left < COLOUR_MIN_S:
+        if i and left < COLOUR_MIN_S and built[1] is None:
             break
-        w = _coloured(problem.layout, pairs, seed, max(COLOUR_MIN_S, left))
+        w = _wired(problem.layout, built, seed, max(COLOUR_MIN_S, left))
         if w is not None:
             return w
     return None
 
 
-def _vee_pairs(problem, found, k: int, seed: int, time_limit_s: float, moves: int) -> list[tuple[int, int]] | None:
-    """The circuits (pairs of accelerators) of the V's with k circuits per pair of each group, their ends
-    searched for at most `moves` swaps within `time_limit_s`; None when fewer than four ports are left
-    outside a group or no assignment of the V ends repairs."""
+def _wired(layout, built, seed: int, time_limit_s: float) -> Wiring | None:
+    """The wiring of `_vee_pairs`'s (pairs, switches): on the switches it was built on, else coloured onto
+    them (`_coloured`) within `time_limit_s`; None when it does not colour."""
+    pairs, switch_of = built
+    if switch_of is None:
+        return _coloured(layout, pairs, seed, time_limit_s)
+    return Wiring(layout.accelerators, layout.ports, assign_ports(layout, pairs, switch_of), layout)
+
+
+def _vee_pairs(problem, found, k: int, seed: int, time_limit_s: float, moves: int):
+    """(circuits as pairs of accelerators, the switch of each or None) of the V's with k circuits per pair of
+    each group, their ends searched for at most `moves` swaps within `time_limit_s`; None when fewer than four
+    ports are left outside a group or no assignment of the V ends repairs. On planes (`_planes`) the V's are
+    built in the layers of `_layers`, which puts them on the switches as they are built, unless it gives
+    fewer group pairs a V than the module doc's offsets or no assignment of its ends is found (the swaps'
+    repair, then CP-SAT); then the switches are left to `_coloured`."""
     t0 = time.perf_counter()
     which, label = found
     p, n = int(problem.layout.capacity.sum(axis=1)[0]), problem.accelerators
@@ -91,18 +123,116 @@ def _vee_pairs(problem, found, k: int, seed: int, time_limit_s: float, moves: in
     c = (p - (g - 1) * k) // 4
     if c < 1:
         return None
+    other = sum(ph.weight * ph.bytes_ for i, ph in enumerate(problem.phases) if i != which)
+    planes = _planes(problem.layout)
+    layers = _layers(groups, c, np.random.default_rng([seed, 1])) if planes is not None else None
+    if layers is not None:
+        built = _layered(n, label, groups, k, c, layers, planes, other, seed, t0 + time_limit_s, moves)
+        if built is not None:
+            return built
     rng = np.random.default_rng(seed)
     intra = [(int(a), int(b)) for grp in groups for x, a in enumerate(grp) for b in grp[x + 1:] for _ in range(k)]
     centres = np.repeat(np.arange(n), c)
     # each group's V ends: offsets 1, 2, ... (mod g, skipping 0) of its members, one 2-regular layer each
     offs = [1 + s % (g - 1) for s in range(c)]
     ends = np.array([(int(grp[x]), int(grp[(x + o) % g])) for grp in groups for o in offs for x in range(g)])
-    other = sum(ph.weight * ph.bytes_ for i, ph in enumerate(problem.phases) if i != which)
     state = _Vees(n, label, centres, ends, other, intra, rng)
     if not state.repair():
         return None
     state.search(moves, t0 + time_limit_s)
-    return intra + state.pairs() + _leftover(n, label, p - (g - 1) * k - 4 * c, state.adj, rng)
+    left = np.repeat(np.arange(n), p - (g - 1) * k - 4 * c)
+    return intra + state.pairs() + _paired(list(rng.permutation(left)), label, state.adj > 0), None
+
+
+def _layered(n, label, groups, k, c, layers, planes, other, seed, deadline, moves):
+    """`_vee_pairs` on planes: copy t of a group's circuits is a one-factorization (its round r on plane
+    t (g - 1) + r); the V's of layer s on planes base + 2 s (centre to first end) and base + 2 s + 1 (centre
+    to second end), a slot of the layer's centres taking only that layer's V's, so each accelerator meets
+    each plane once; the ports left, one random matching across groups per plane. The V ends are repaired
+    by LAYERED_REPAIRS swaps, else assigned by CP-SAT (`_Vees.assigned`; the swaps stall on 32 accelerators
+    in groups of four at 2 seeds in 10, on 48-144 accelerators at none tried); None when neither works."""
+    rng = np.random.default_rng(seed)
+    g = len(groups[0])
+    rounds = [[(g - 1, r)] + [((r + i) % (g - 1), (r - i) % (g - 1)) for i in range(1, g // 2)] for r in range(g - 1)]
+    intra, switch_of = [], []
+    for t in range(k):
+        for r, rnd in enumerate(rounds):
+            intra += [(int(grp[x]), int(grp[y])) for grp in groups for x, y in rnd]
+            switch_of += [int(planes[t * (g - 1) + r])] * (len(rnd) * len(groups))
+    ends = np.array([e for vs in layers for e in vs])
+    end_layer = np.repeat(np.arange(2 * c), [len(vs) for vs in layers])
+    at_end = [{a for e in vs for a in e} for vs in layers]
+    centres = np.array([x for s in range(2 * c) for x in range(n) if x not in at_end[s]])
+    slot_layer = np.repeat(np.arange(2 * c), [n - len(e) for e in at_end])
+    state = _Vees(n, label, centres, ends, other, intra, rng, (slot_layer, end_layer))
+    if not state.repair(LAYERED_REPAIRS) and not state.assigned(seed, max(LAYERED_CPSAT_S, deadline - time.perf_counter())):
+        return None
+    state.search(moves, deadline)
+    base = k * (g - 1)
+    switch_of += [int(planes[base + 2 * s + side]) for s in slot_layer for side in (0, 1)]
+    seen, left = state.adj > 0, []
+    for s in planes[base + 4 * c:]:
+        more = _paired(list(rng.permutation(n)), label, seen)
+        left += more
+        switch_of += [int(s)] * len(more)
+    return intra + state.pairs() + left, switch_of
+
+
+def _layers(groups, c: int, rng) -> list[list[tuple[int, int]]]:
+    """The V's ends of each of 2c layers, as (end on the layer's first plane, end on its second), or None. In
+    each layer half the accelerators are ends, each of two V's of its group (a directed cycle: first end of
+    one, second end of the next), and the other half are its centres; every accelerator is an end in c
+    layers. Groups of two end whole, half the groups in each layer (None for an odd number of groups), the
+    groups in complementary pairs given splits of the layers as different as there are. Larger groups end by
+    halves, so every group has centres in every layer: layers 2t and 2t + 1 take the two halves of one order
+    of the members (the same in every group), each a cycle, the order picked from PERM_TRIES to spread the
+    V's over a group's pairs; None when that leaves fewer of them with a V than the module doc's offsets do
+    (groups of four with c < 3). qwen3-235b-64 with its TP 4 under phases, seeds 0-7: 0.916461 ms on
+    average against 0.917898 ms for the offsets' V's coloured by search (BENCHMARKS.md)."""
+    g, m = len(groups[0]), len(groups)
+    layers: list[list[tuple[int, int]]] = [[] for _ in range(2 * c)]
+    if g == 2:
+        if m % 2:
+            return None
+        splits = [set(x) for x in itertools.combinations(range(2 * c), c) if 0 in x]
+        pick, order = rng.permutation(len(splits)), rng.permutation(m)
+        for i in range(m // 2):
+            split = splits[pick[i % len(splits)]]
+            for grp, ends in ((groups[order[i]], split), (groups[order[i + m // 2]], set(range(2 * c)) - split)):
+                for s in ends:
+                    layers[s] += [(int(grp[0]), int(grp[1])), (int(grp[1]), int(grp[0]))]
+        return layers
+    half = g // 2
+    cover = np.zeros((g, g))
+    for t in range(c):
+        best, spread = None, np.inf
+        for _ in range(PERM_TRIES):
+            perm = rng.permutation(g)
+            cyc = [(h[i], h[(i + 1) % half]) for h in (perm[:half], perm[half:]) for i in range(half)]
+            new = cover.copy()
+            for x, y in cyc:
+                new[x, y] += 1
+                new[y, x] += 1
+            if (new ** 2).sum() < spread:
+                best, spread, kept = cyc, (new ** 2).sum(), new
+        cover = kept
+        for h in (0, 1):
+            layers[2 * t + h] = [(int(grp[x]), int(grp[y])) for grp in groups for x, y in best[h * half:(h + 1) * half]]
+    offsets = {min(1 + s % (g - 1), g - 1 - s % (g - 1)) for s in range(c)}     # the unlayered V's
+    if np.count_nonzero(np.triu(cover)) < sum(half if d * 2 == g else g for d in offsets):
+        return None             # fewer pairs of a group with a V than the offsets give
+    return layers
+
+
+def _planes(layout) -> np.ndarray | None:
+    """The switches in use when every accelerator has exactly one port on each and each can join any two
+    accelerators (radix >= accelerators): then any proper edge colouring with them as colours is a wiring.
+    None otherwise."""
+    cap = layout.capacity
+    used = np.flatnonzero(cap.any(axis=0))
+    if not (cap[:, used] == 1).all() or (np.array(layout.switch_radix)[used] < layout.accelerators).any():
+        return None
+    return used
 
 
 def _uncoloured(layout, pairs) -> Wiring:
@@ -127,14 +257,26 @@ def _circuits_per_pair(problem, label: np.ndarray) -> int:
 
 
 class _Vees:
-    """The V's: centre slot i holds the V whose ends are ends[assign[i]]; `adj` counts circuits between groups."""
+    """The V's: centre slot i holds the V whose ends are ends[assign[i]]; `adj` counts circuits between groups.
+    With `layers` (the layer of each slot, of each V) a slot holds only V's of its layer."""
 
-    def __init__(self, n, label, centres, ends, demand, intra, rng):
+    def __init__(self, n, label, centres, ends, demand, intra, rng, layers=None):
         self.n, self.label, self.centres, self.ends, self.rng = n, label, centres, ends, rng
-        self.assign = rng.permutation(len(ends))
+        self.peers = None       # with layers (slot layer, end layer): a slot takes only ends of its layer
         self.adj = np.zeros((n, n), dtype=np.int64)
-        for i, e in enumerate(self.assign):
-            self._add(i, e, 1)
+        if layers is None:
+            self.assign = rng.permutation(len(ends))
+            for i, e in enumerate(self.assign):
+                self._add(i, e, 1)
+        else:
+            slot_layer, end_layer = layers
+            self.layer = slot_layer
+            self.assign = np.empty(len(ends), dtype=np.int64)
+            self.peers = [np.flatnonzero(slot_layer == s) for s in range(int(slot_layer.max()) + 1)]
+            for s, slots in enumerate(self.peers):
+                self.assign[slots] = rng.permutation(np.flatnonzero(end_layer == s))
+            for i, e in enumerate(self.assign):
+                self._add(i, e, 1)
         m = int(label.max()) + 1
         onehot = np.zeros((n, m))
         onehot[np.arange(n), label] = 1.0
@@ -166,13 +308,59 @@ class _Vees:
                 if not bad:
                     return True
             i = bad[int(self.rng.integers(len(bad)))]
-            j = int(self.rng.integers(len(self.assign)))
+            j = self._other(i)
             before = self._bad(i) + self._bad(j)
             self._swap(i, j)
             if self._bad(i) + self._bad(j) > before:
                 self._swap(i, j)
             bad = [x for x in bad if self._bad(x)] + ([j] if self._bad(j) and j not in bad else [])
         return not any(self._bad(i) for i in range(len(self.assign)))
+
+    def assigned(self, seed: int, time_limit_s: float) -> bool:
+        """The layered V's on their slots by CP-SAT (one worker: the same answer on every run), where the
+        repair's swaps stall: a V per slot of its layer and a slot per V, none centred in the V's group, no
+        circuit twice. False when none is found in the time limit; the assignment is then left as it was."""
+        from ortools.sat.python import cp_model
+        m = cp_model.CpModel()
+        x: dict[tuple[int, int], object] = {}
+        on_pair: dict[tuple[int, int], list] = {}
+        for slots in self.peers:
+            vees = self.assign[slots]           # the layer's V's, in any order
+            for i in slots.tolist():
+                v = int(self.centres[i])
+                for e in vees.tolist():
+                    a, b = (int(z) for z in self.ends[e])
+                    if self.label[v] != self.label[a]:
+                        x[i, e] = m.NewBoolVar("")
+                        m.AddHint(x[i, e], int(self.assign[i] == e))
+                        for z in (a, b):
+                            on_pair.setdefault((min(v, z), max(v, z)), []).append(x[i, e])
+            for i in slots.tolist():
+                m.AddExactlyOne([x[i, e] for e in vees.tolist() if (i, e) in x])
+            for e in vees.tolist():
+                m.AddExactlyOne([x[i, e] for i in slots.tolist() if (i, e) in x])
+        for held in on_pair.values():
+            if len(held) > 1:
+                m.AddAtMostOne(held)
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = 1
+        solver.parameters.random_seed = seed
+        solver.parameters.max_time_in_seconds = max(0.1, time_limit_s)
+        if solver.Solve(m) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return False
+        for (i, e), var in x.items():
+            if solver.Value(var):
+                self._add(i, self.assign[i], -1)
+                self.assign[i] = e
+                self._add(i, e, 1)
+        return True
+
+    def _other(self, i) -> int:
+        """A slot to swap with slot i: any, or one of its layer."""
+        if self.peers is None:
+            return int(self.rng.integers(len(self.assign)))
+        peers = self.peers[self.layer[i]]
+        return int(peers[self.rng.integers(len(peers))])
 
     def _swap(self, i, j):
         self._add(i, self.assign[i], -1)
@@ -196,7 +384,11 @@ class _Vees:
         for _ in range(moves):
             if time.perf_counter() > deadline:
                 return
-            i, j = (int(x) for x in self.rng.choice(size, 2, replace=False))
+            if self.peers is None:
+                i, j = (int(x) for x in self.rng.choice(size, 2, replace=False))
+            else:
+                i = int(self.rng.integers(size))
+                j = self._other(i)
             if self.centres[i] == self.centres[j]:
                 continue
             self._swap(i, j)
@@ -210,13 +402,9 @@ class _Vees:
         return [(int(self.centres[i]), int(a)) for i, e in enumerate(self.assign) for a in self.ends[e]]
 
 
-def _leftover(n, label, left, adj, rng) -> list[tuple[int, int]]:
-    """The `left` ports of every accelerator not in a V, paired at random across groups and new pairs (a port
-    with no such partner stays dark)."""
-    if left <= 0:
-        return []
-    stubs = list(rng.permutation(np.repeat(np.arange(n), left)))
-    seen = adj > 0
+def _paired(stubs: list, label, seen) -> list[tuple[int, int]]:
+    """The ports in `stubs` (one entry per port, in random order) paired from the end, each to the last one
+    left in another group not yet joined to it (`seen`, updated); a port with no such partner stays dark."""
     out = []
     while stubs:
         a = int(stubs.pop())

@@ -180,11 +180,11 @@ def test_relay_vees_give_every_tp_pair_two_hop_relays():
     `relay_vees` answers with the V's of k = 1, 2 or 3, whichever routes faster; it ranks them before they
     are coloured, which the routing does not see."""
     from solvers.bounds import group_phase
-    from solvers.vees import COLOUR_MIN_S, VEE_MOVES, _coloured, _uncoloured, _vee_pairs, relay_vees
+    from solvers.vees import COLOUR_MIN_S, VEE_MOVES, _uncoloured, _vee_pairs, _wired, relay_vees
 
-    def _built(prob, found, k, seed):     # the V's of one k on the switches, as `relay_vees` colours them
-        pairs = _vee_pairs(prob, found, k, seed, 2.5, VEE_MOVES)
-        return None if pairs is None else _coloured(prob.layout, pairs, seed, COLOUR_MIN_S)
+    def _built(prob, found, k, seed):     # the V's of one k on the switches, as `relay_vees` wires them
+        built = _vee_pairs(prob, found, k, seed, 2.5, VEE_MOVES)
+        return None if built is None else _wired(prob.layout, built, seed, COLOUR_MIN_S)
 
     prob, lab = tp_beside_alltoall()
     found = group_phase(prob)
@@ -203,12 +203,58 @@ def test_relay_vees_give_every_tp_pair_two_hop_relays():
     assert answer.circuits == relay_vees(prob, seed=3).circuits and wiring_violations(answer) == []
     others = [_built(prob, found, k, 3) for k in (1, 3)]
     assert answer.circuits in [w.circuits] + [o.circuits for o in others if o is not None]
-    pairs = _vee_pairs(prob, found, 2, 3, 2.5, VEE_MOVES)
+    pairs = _vee_pairs(prob, found, 2, 3, 2.5, VEE_MOVES)[0]
     assert (_uncoloured(prob.layout, pairs).adjacency() == w.adjacency()).all()
     assert prob.score(_uncoloured(prob.layout, pairs), "optimal") == prob.score(w, "optimal")
     # where the V's do not fit (fewer than four ports left outside a group) there are none
     assert relay_vees(tp_beside_alltoall(16, 4, 6)[0]) is None
     assert relay_vees(phased(random_phases(8, 0), 3)) is None
+
+
+def test_relay_vees_on_planes_are_built_on_their_switches(monkeypatch):
+    """With one port on each of p planes the V's are built coloured, with no colouring search: each group's
+    circuits and every V on their planes, so every accelerator meets every plane once, every TP pair keeps two
+    V's (two common neighbours outside its group) and its k circuits, and the same seed gives the same
+    circuits. Groups of four end by halves, groups of two whole; where the swaps do not repair the layered
+    ends (32 accelerators, seed 5) CP-SAT assigns them. The colouring search gets the V's when there is an
+    odd number of groups of two, groups of four with c < 3 (the halves would leave pairs without a V),
+    another layout, or layered ends that neither repairs nor CP-SAT assigns."""
+    from dataclasses import replace
+    from solvers.bounds import group_phase
+    from solvers import vees
+    monkeypatch.setattr(vees, "_coloured", lambda *a, **k: pytest.fail("coloured by search"))
+
+    def built(prob, k, seed=0):
+        b = vees._vee_pairs(prob, group_phase(prob), k, seed, 2.0, vees.VEE_MOVES)
+        return b, (vees._wired(prob.layout, b, seed, 1.0) if b is not None and b[1] is not None else None)
+
+    for g, k in ((4, 2), (4, 1), (2, 2)):
+        prob, lab = tp_beside_alltoall(48, g, 18)
+        b, w = built(prob, k)
+        assert w is not None and wiring_violations(w) == [] and w.circuits == built(prob, k)[1].circuits
+        adj = w.adjacency()
+        same = lab[:, None] == lab[None]
+        inside = same & ~np.eye(48, dtype=bool)
+        common = (adj > 0).astype(int) @ ((adj > 0) & ~same).astype(int)
+        assert (adj[inside] == k).all() and (common[inside] >= 2).all() and (adj[~same] <= 1).all()
+        if (18 - (g - 1) * k) % 4 == 0:     # no ports left over: every port lit
+            assert (adj.sum(axis=1) == 18).all()
+    prob = tp_beside_alltoall(48, 4, 18)[0]
+    assert built(prob, 3)[0][1] is None                                      # c = 2
+    assert built(tp_beside_alltoall(30, 2, 18)[0], 2)[0][1] is None          # 15 groups of two
+    two_per_switch = OCSLayout(np.repeat(np.arange(9), 2)[None].repeat(48, axis=0), (96,) * 9)
+    assert built(replace(prob, layout=two_per_switch), 2)[0][1] is None
+    prob = tp_beside_alltoall(32, 4, 18)[0]
+    calls, real = [], vees._Vees.assigned
+    monkeypatch.setattr(vees._Vees, "assigned", lambda self, *a: calls.append(1) or real(self, *a))
+    b, w = built(prob, 2, seed=5)
+    assert calls and w is not None and wiring_violations(w) == []
+    lab = np.arange(32) // 4
+    adj, same = w.adjacency(), lab[:, None] == lab[None]
+    assert (adj[~same] <= 1).all() and (adj[same & ~np.eye(32, dtype=bool)] == 2).all()   # no circuit twice
+    monkeypatch.setattr(vees._Vees, "assigned", lambda self, *a: False)
+    b = built(prob, 2, seed=5)[0]
+    assert b is not None and b[1] is None
 
 
 def test_search_takes_the_relay_vees_where_they_are_faster(monkeypatch):
