@@ -27,9 +27,9 @@ inside their groups: each the first end of one V and the second of another) and 
 this, so every group has ends and centres in every layer; groups of two end whole, half the groups in each
 layer. The swap search keeps a V in its layer. Where that does not apply (another layout, groups of odd
 size, an odd number of groups of two, groups of four with c < 3) or no assignment of the layered ends is
-found, the V's are built as above and coloured by search. qwen3-235b-64 under phases: the V's 0.000914-0.000919 s over
-seeds 0-7 (coloured by search: 0.000916-0.000920 s), against 0.000943 s for the searched heavy-pairs
-wiring (BENCHMARKS.md).
+found, the V's are built as above and coloured by search. qwen3-235b-64 under phases: the V's
+0.000914-0.000919 s over seeds 0-7 (coloured by search: 0.000916-0.000920 s), against 0.000943 s for the
+searched heavy-pairs wiring (BENCHMARKS.md).
 """
 from __future__ import annotations
 
@@ -165,7 +165,8 @@ def _layered(n, label, groups, k, c, layers, planes, other, seed, deadline, move
     centres = np.array([x for s in range(2 * c) for x in range(n) if x not in at_end[s]])
     slot_layer = np.repeat(np.arange(2 * c), [n - len(e) for e in at_end])
     state = _Vees(n, label, centres, ends, other, intra, rng, (slot_layer, end_layer))
-    if not state.repair(LAYERED_REPAIRS) and not state.assigned(seed, max(LAYERED_CPSAT_S, deadline - time.perf_counter())):
+    clock = max(LAYERED_CPSAT_S, deadline - time.perf_counter())
+    if not state.repair(LAYERED_REPAIRS) and not state.assigned(seed, clock):
         return None
     state.search(moves, deadline)
     base = k * (g - 1)
@@ -217,7 +218,8 @@ def _layers(groups, c: int, rng) -> list[list[tuple[int, int]]]:
                 best, spread, kept = cyc, (new ** 2).sum(), new
         cover = kept
         for h in (0, 1):
-            layers[2 * t + h] = [(int(grp[x]), int(grp[y])) for grp in groups for x, y in best[h * half:(h + 1) * half]]
+            ring = best[h * half:(h + 1) * half]
+            layers[2 * t + h] = [(int(grp[x]), int(grp[y])) for grp in groups for x, y in ring]
     offsets = {min(1 + s % (g - 1), g - 1 - s % (g - 1)) for s in range(c)}     # the unlayered V's
     if np.count_nonzero(np.triu(cover)) < sum(half if d * 2 == g else g for d in offsets):
         return None             # fewer pairs of a group with a V than the offsets give
@@ -266,8 +268,6 @@ class _Vees:
         self.adj = np.zeros((n, n), dtype=np.int64)
         if layers is None:
             self.assign = rng.permutation(len(ends))
-            for i, e in enumerate(self.assign):
-                self._add(i, e, 1)
         else:
             slot_layer, end_layer = layers
             self.layer = slot_layer
@@ -275,8 +275,8 @@ class _Vees:
             self.peers = [np.flatnonzero(slot_layer == s) for s in range(int(slot_layer.max()) + 1)]
             for s, slots in enumerate(self.peers):
                 self.assign[slots] = rng.permutation(np.flatnonzero(end_layer == s))
-            for i, e in enumerate(self.assign):
-                self._add(i, e, 1)
+        for i, e in enumerate(self.assign):
+            self._add(i, e, 1)
         m = int(label.max()) + 1
         onehot = np.zeros((n, m))
         onehot[np.arange(n), label] = 1.0
