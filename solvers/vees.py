@@ -53,7 +53,7 @@ REALIZE_RESTARTS = 100000   # the Kempe-chain colouring's restarts at most (its 
 LS_SHARE = 0.8        # of the colouring's clock for CP-SAT's local search, the rest for the Kempe chains
 MIN_RANK_S = 1.0      # the short routing that ranks the V's of each k gets at least this clock
 BUILD_SHARE = 0.4     # of the clock for building the V's of the three k's (their swap searches)
-PERM_TRIES = 60      # orders of a group tried for each pair of V layers (groups of 4 or more on planes)
+PERM_TRIES = 60       # orders of a group tried for each pair of V layers (groups of 4 or more on planes)
 RANK_SHARE = 0.3      # of the clock for ranking them; the colouring of the fastest has the rest
 
 
@@ -165,8 +165,8 @@ def _layered(n, label, groups, k, c, layers, planes, other, seed, deadline, move
     centres = np.array([x for s in range(2 * c) for x in range(n) if x not in at_end[s]])
     slot_layer = np.repeat(np.arange(2 * c), [n - len(e) for e in at_end])
     state = _Vees(n, label, centres, ends, other, intra, rng, (slot_layer, end_layer))
-    clock = max(LAYERED_CPSAT_S, deadline - time.perf_counter())
-    if not state.repair(LAYERED_REPAIRS) and not state.assigned(seed, clock):
+    if not state.repair(LAYERED_REPAIRS) and \
+            not state.assigned(seed, max(LAYERED_CPSAT_S, deadline - time.perf_counter())):
         return None
     state.search(moves, deadline)
     base = k * (g - 1)
