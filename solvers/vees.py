@@ -40,7 +40,6 @@ import numpy as np
 
 from synth.errors import Infeasible
 from synth.model import Circuit, Wiring
-from synth.realize import assign_ports
 
 from .bounds import group_phase, relay_count_bound, relay_count_circuits
 
@@ -102,10 +101,11 @@ def relay_vees(problem, seed: int = 0, time_limit_s: float = 5.0, moves: int = V
 def _wired(layout, built, seed: int, time_limit_s: float) -> Wiring | None:
     """The wiring of `_vee_pairs`'s (pairs, switches): on the switches it was built on, else coloured onto
     them (`_coloured`) within `time_limit_s`; None when it does not colour."""
+    from .baselines import _from_switch_pairs
     pairs, switch_of = built
     if switch_of is None:
         return _coloured(layout, pairs, seed, time_limit_s)
-    return Wiring(layout.accelerators, layout.ports, assign_ports(layout, pairs, switch_of), layout)
+    return _from_switch_pairs(layout, pairs, switch_of)
 
 
 def _vee_pairs(problem, found, k: int, seed: int, time_limit_s: float, moves: int):
