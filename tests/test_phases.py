@@ -211,6 +211,27 @@ def test_relay_vees_give_every_tp_pair_two_hop_relays():
     assert relay_vees(phased(random_phases(8, 0), 3)) is None
 
 
+def test_relay_vees_ranking_routes_the_tp_phase_by_its_two_hop_lp(monkeypatch):
+    """The ranking of the k's times the sparse TP phase by its two-hop path LP, exact on V's with two circuits
+    per pair, and the all-to-all by MWU: a routing's time, never below the optimum's, and within a few
+    percent of it; MWU is not asked to route the TP phase."""
+    from solvers import vees
+    from solvers.bounds import group_phase
+    prob, _ = tp_beside_alltoall()
+    pairs, _ = vees._vee_pairs(prob, group_phase(prob), 2, 3, 2.5, vees.VEE_MOVES)
+    w = vees._uncoloured(prob.layout, pairs)
+    (wt, tp), (we, ep) = prob.phase_problems()
+    asked = []
+    real = type(prob).score
+    monkeypatch.setattr(type(prob), "score", lambda self, *a, **k: asked.append(self) or real(self, *a, **k))
+    got = vees._rank_time(prob, w, 1.0)
+    assert asked == [ep]
+    monkeypatch.undo()
+    t_opt, e_opt = tp.score(w, "optimal")[0], ep.score(w, "optimal")[0]
+    assert got - wt * t_opt == pytest.approx(we * ep.score(w, "mwu", 1.0)[0], rel=0.05)
+    assert wt * t_opt + we * e_opt <= got * (1 + 1e-9) <= 1.05 * (wt * t_opt + we * e_opt)
+
+
 def test_relay_vees_on_planes_are_built_on_their_switches(monkeypatch):
     """With one port on each of p planes the V's are built coloured, with no colouring search: each group's
     circuits and every V on their planes, so every accelerator meets every plane once, every TP pair keeps two

@@ -117,3 +117,31 @@ def test_a_resumed_run_is_the_longer_run(case, workers):
     assert went_on[0] == whole[0] and went_on[2] == 10 and np.array_equal(went_on[1], whole[1])
     again = mwu_routing(net, dem, rounds=10, time_limit_s=1e9, workers=workers, seed=5, resume=state)
     assert again[0] == whole[0] and again[2] == 10
+
+
+def test_two_hop_routing_is_the_best_over_one_and_two_hops():
+    """The two-hop path LP: on K4 a demand's direct link and its two two-hop paths carry it at the optimum;
+    on a 4-cycle, where the second path takes three hops, it keeps to the direct link (twice the optimum);
+    a demand with no path within two hops has none; on a random graph it is a routing (never below the
+    routing LP's optimum) and, with every demand one hop apart, no slower than its direct links."""
+    from synth.network import optimal_routing
+    from synth.routing import two_hop_routing
+    k4 = Network.from_pairs("k4", 4, 4, [(a, b) for a in range(4) for b in range(a + 1, 4)], 1.0, 0.0)
+    dem = np.zeros((4, 4))
+    dem[0, 1] = 3.0
+    assert two_hop_routing(k4, dem)[0] == pytest.approx(1.0) == optimal_routing(k4, dem)[0]
+    ring = Network.from_pairs("ring", 4, 4, [(0, 1), (1, 2), (2, 3), (3, 0)], 1.0, 0.0)
+    assert two_hop_routing(ring, dem)[0] == pytest.approx(3.0) and optimal_routing(ring, dem)[0] == pytest.approx(1.5)
+    six = Network.from_pairs("ring", 6, 6, [(i, (i + 1) % 6) for i in range(6)], 1.0, 0.0)
+    far = np.zeros((6, 6))
+    far[0, 3] = 1.0
+    assert two_hop_routing(six, far)[0] == np.inf
+    g = nx.random_regular_graph(4, 30, seed=2)
+    e = np.array(list(g.edges()))
+    net = Network.from_pairs("g", 30, 30, e, 100e9, 0.0)
+    rng = np.random.default_rng(0)
+    near = np.zeros((30, 30))
+    near[e[:, 0], e[:, 1]] = rng.uniform(1, 5, len(e)) * 1e6
+    t, how = two_hop_routing(net, near)
+    assert how.startswith("two-hop lp") and optimal_routing(net, near)[0] * (1 - 1e-6) <= t
+    assert t <= (near / 100e9).max() * (1 + 1e-6)
