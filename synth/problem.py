@@ -305,7 +305,7 @@ class WiringProblem:
         MWU alone go on across calls: a second clock on the same wiring adds rounds to the first. Under the
         phases objective each phase is routed alone on an even share of the clock left, so what one leaves
         goes to the rest, and `resume` keeps a state per phase."""
-        t0 = time.perf_counter()
+        start = time.perf_counter()
         dem = self.traffic.bytes_
         net = self.network(wiring)
         n = self.accelerators
@@ -318,12 +318,12 @@ class WiringProblem:
         if self.objective == "phases":
             # an even share of the clock left each, the phases with the fewest demand pairs first: their path
             # LPs tend to end early and leave the rest to the all-to-alls (kimi-k2-288 with TP 4 at 7.5 s: its
-            # TP phases' take 1.0 s of their 1.9 s)
+            # TP phases take 1.0 s of their 1.9 s)
             total, how, subs = 0.0, set(), self.phase_problems()
             order = np.argsort([np.count_nonzero(p.bytes_) for p in self.phases], kind="stable")
             for at, i in enumerate(order):
                 w, sub = subs[i]
-                clock = (time_limit_s - (time.perf_counter() - t0)) / (len(order) - at)
+                clock = (time_limit_s - (time.perf_counter() - start)) / (len(order) - at)
                 theta, r = sub.score(wiring, routing, max(0.0, clock),
                                      resume=None if resume is None else resume.setdefault(int(i), {}))
                 total += w * theta
@@ -341,6 +341,7 @@ class WiringProblem:
             with np.errstate(divide="ignore"):
                 t = np.where(dem > 0, dem / (np.maximum(adj, 1e-300) * self.port_bytes_per_s), 0.0)
             return float(t.max()), "direct"
+        t0 = time.perf_counter()
         if routing == "best" and EXACT_ROUTING_MAX >= n or routing == "optimal":
             return optimal_routing(net, dem)[0], "optimal"
         if routing == "auto" and EXACT_ROUTING_MAX >= n:
