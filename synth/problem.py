@@ -302,7 +302,8 @@ class WiringProblem:
         proof on degenerate duals and the arc LP fits in ARC_LP_MAX_COLUMNS, the arc LP gets the clock left
         and the better answer stands). Beyond EXACT_ROUTING_MAX the answer is ready within `time_limit_s`
         (ECMP first, the heuristic gets the rest). `resume` (a dict kept by the caller, one per wiring) lets
-        MWU alone go on across calls: a second clock on the same wiring adds rounds to the first. Under the
+        MWU go on across calls (alone, or before the path LP): a second clock on the same wiring adds rounds to
+        the first. Under the
         phases objective each phase is routed alone on an even share of the clock left, so what one leaves
         goes to the rest, and `resume` keeps a state per phase."""
         start = time.perf_counter()
@@ -362,7 +363,7 @@ class WiringProblem:
             # 2.5 s where the arc LP takes 9.6 and 8.4 s (and at a 20 s limit did not finish: MWU, +0.7%)
             from .routing import path_lp_routing
             arc = n * net.links <= ARC_LP_MAX_COLUMNS
-            theta, how = path_lp_routing(net, dem, time_limit_s=left, mwu_rounds=MWU_SCORE_ROUNDS)
+            theta, how = path_lp_routing(net, dem, time_limit_s=left, mwu_rounds=MWU_SCORE_ROUNDS, resume=resume)
             rest = time_limit_s - (time.perf_counter() - t0)
             if arc and not how.endswith("optimal)") and rest > 1.0:
                 try:

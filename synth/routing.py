@@ -436,7 +436,8 @@ def two_hop_routing(net: Network, demand: np.ndarray, time_limit_s: float = 30.0
 
 def path_lp_routing(net: Network, demand: np.ndarray, time_limit_s: float = 30.0, rounds: int = 300,
                     max_columns: int = 1_000_000, seed: int = 0,
-                    progress: Callable[[str], None] | None = None, mwu_rounds: int | None = None) -> tuple[float, str]:
+                    progress: Callable[[str], None] | None = None, mwu_rounds: int | None = None,
+                    resume: dict | None = None) -> tuple[float, str]:
     """(time, how) of the best routing found by MWU, then the max-concurrent-flow LP restricted to the paths
     the MWU rounds used (a path LP, HiGHS interior point or PDLP), then column generation: a shortest path under the
     LP's capacity duals joins when its reduced cost is negative, until none does (then the answer is the
@@ -451,7 +452,9 @@ def path_lp_routing(net: Network, demand: np.ndarray, time_limit_s: float = 30.0
     duals are that accurate, so "no improving path" there is not claimed as the optimum, and PDLP gets
     PDLP_SHARE of the time left when `mwu_rounds` is given: then, when no LP beat MWU (PDLP did not
     converge: deepseek-v3-144 under PDLP at 15 s), MWU goes on from its last round up to `mwu_rounds` rounds
-    in the rest, so the answer is not worse than MWU alone's by much more than the LP's time.
+    in the rest, so the answer is not worse than MWU alone's by much more than the LP's time. `resume` (as
+    `mwu_routing`'s) lets a later call go on: its MWU adds up to `rounds` rounds to the last call's, and its
+    LP takes the paths of the new rounds.
 
     >>> ring = Network.from_pairs("ring", 4, 4, [(0, 1), (1, 2), (2, 3), (3, 0)], 1.0, 0.0)
     >>> dem = np.zeros((4, 4)); dem[0, 1] = 3.0
@@ -461,12 +464,12 @@ def path_lp_routing(net: Network, demand: np.ndarray, time_limit_s: float = 30.0
     t0 = time.perf_counter()
     n = net.accelerators
     preds: list = []
-    state: dict = {}
-    theta, _, run = mwu_routing(net, demand, rounds=rounds, time_limit_s=time_limit_s / 3, preds_out=preds, seed=seed,
-                                resume=state)
+    state: dict = {} if resume is None else resume
+    theta, _, run = mwu_routing(net, demand, rounds=state.get("run", 0) + rounds, time_limit_s=time_limit_s / 3,
+                                preds_out=preds, seed=seed, resume=state)
     mwu_how = f"mwu ({run} rounds)"
     s, d = np.nonzero(demand[:n, :n] > 0)
-    if s.size == 0:
+    if s.size == 0 or not preds:
         return theta, mwu_how
     amount = demand[s, d]
     m, E = s.size, net.links

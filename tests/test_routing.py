@@ -145,3 +145,35 @@ def test_two_hop_routing_is_the_best_over_one_and_two_hops():
     t, how = two_hop_routing(net, near)
     assert how.startswith("two-hop lp") and optimal_routing(net, near)[0] * (1 - 1e-6) <= t
     assert t <= (near / 100e9).max() * (1 + 1e-6)
+
+
+def test_path_lp_routing_goes_on_from_its_last_mwu_round(case):
+    """`resume` carries the path LP's MWU across calls: a second call adds rounds to the first's (up to
+    `rounds` more), its answer a routing (never below the routing LP's optimum); under the phases objective
+    `WiringProblem.score` keeps one such state per phase."""
+    from synth.model import OCSLayout, TrafficMatrix, TrafficPhase
+    from synth.network import optimal_routing
+    from synth.problem import WiringProblem
+    from synth.routing import path_lp_routing
+    net, dem = case
+    state: dict = {}
+    first = path_lp_routing(net, dem, time_limit_s=60, rounds=5, resume=state)
+    assert state["run"] == 5
+    again = path_lp_routing(net, dem, time_limit_s=60, rounds=5, resume=state)
+    assert state["run"] == 10
+    opt = optimal_routing(net, dem)[0]
+    assert min(first[0], again[0]) >= opt * (1 - 1e-6)
+    n = 60
+    lab = np.arange(n) // 4
+    tp = np.where((lab[:, None] == lab[None]) & ~np.eye(n, dtype=bool), 3e7, 0.0)
+    ep = np.where(~np.eye(n, dtype=bool), 2e6, 0.0)
+    p = WiringProblem(TrafficMatrix(2 * tp + ep), OCSLayout.uniform(n, 6), 800.0, "phases",
+                      phases=(TrafficPhase("tp", tp, 2.0), TrafficPhase("ep", ep, 1.0)))
+    from solvers.baselines import expander
+    wiring = expander(p.layout, 1)
+    kept: dict = {}
+    p.score(wiring, "mwu", 1.0, resume=kept)
+    runs = {i: kept[i]["run"] for i in (0, 1)}
+    assert min(runs.values()) >= 1
+    p.score(wiring, "mwu", 1.0, resume=kept)
+    assert all(kept[i]["run"] > runs[i] for i in (0, 1))
