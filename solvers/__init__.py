@@ -307,9 +307,9 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
                      f"({score_s:.0f} s)")
         return _rival_on(problem, params, name, rival, t0, limit, score_s)
     # a rival that beat the start as built (or beside a start ranked by hop-bytes alone, beyond 256
-    # accelerators) and whose routing can go on: the searched wiring is scored on half
-    # the clock, and the rival's routing goes on in the rest unless the searched wiring beat it (kimi-k2-288
-    # with TP 4, phases, 60 s: the relay V's 0.000541 s after their 7.5 s beside the search)
+    # accelerators) and whose routing can go on: the searched wiring is scored on half the clock, and the
+    # rival's routing goes on in the rest unless the searched wiring beat it (kimi-k2-288 with TP 4, phases,
+    # 60 s: the relay V's 0.000541 s after their 7.5 s beside the search, 0.000532 s after the rest)
     halve = rival is not None and (start_score is None or start_score[0] >= rival[2][0]) and _resumable(rival[3])
     _say(params, f"scoring the searched wiring (best routing, {score_s / (2 if halve else 1):.0f} s)")
     res = _result(problem, name, w, params, t0, limit,

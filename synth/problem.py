@@ -303,9 +303,8 @@ class WiringProblem:
         and the better answer stands). Beyond EXACT_ROUTING_MAX the answer is ready within `time_limit_s`
         (ECMP first, the heuristic gets the rest). `resume` (a dict kept by the caller, one per wiring) lets
         MWU go on across calls (alone, or before the path LP): a second clock on the same wiring adds rounds to
-        the first. Under the
-        phases objective each phase is routed alone on an even share of the clock left, so what one leaves
-        goes to the rest, and `resume` keeps a state per phase."""
+        the first. Under the phases objective each phase is routed alone on an even share of the clock left,
+        so what one leaves goes to the rest, and `resume` keeps a state per phase."""
         start = time.perf_counter()
         dem = self.traffic.bytes_
         net = self.network(wiring)
