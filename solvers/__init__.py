@@ -248,8 +248,10 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
     search; when the searched wiring's floor (`WiringProblem.time_floor`) shows it cannot beat the rival,
     the scoring clock goes on the rival's routing instead (kimi-k2-288: the searched expander's floor is
     0.00126 s, the placed polarity graph routes in 0.00124 s and, with the 18 s more, in 0.00123 s); when the
-    rival only beat the start as built (or the start was not timed), the searched wiring is scored on half
-    the clock and the rival's routing goes on in the rest unless the searched wiring beat it.
+    rival only beat the start as built (or the start was not timed) and its routing stopped on the clock,
+    the searched wiring is scored on half the clock and the rival's routing goes on in the rest unless the
+    searched wiring beat it (a rival routed by a converged LP gains nothing from more: qwen3-235b-64 with
+    TP 8, whose searched wiring lost 0.05% on half the clock).
     `other` = (name, wiring, score, pinned pairs): a second start, searched too (relay hubs that beat `start`
     as built, or the best other start beside the coupled groups' wiring); the moves' clock is split between
     the two, the searched pair ranked by a short routing ("auto": the exact LP up to EXACT_ROUTING_MAX
@@ -307,10 +309,12 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
                      f"({score_s:.0f} s)")
         return _rival_on(problem, params, name, rival, t0, limit, score_s)
     # a rival that beat the start as built (or beside a start ranked by hop-bytes alone, beyond 256
-    # accelerators) and whose routing can go on: the searched wiring is scored on half the clock, and the
-    # rival's routing goes on in the rest unless the searched wiring beat it (kimi-k2-288 with TP 4, phases,
-    # 60 s: the relay V's 0.000541 s after their 7.5 s beside the search, 0.000532 s after the rest)
-    halve = rival is not None and (start_score is None or start_score[0] >= rival[2][0]) and _resumable(rival[3])
+    # accelerators) whose routing stopped on the clock (MWU's answer, or a PDLP path LP short of convergence)
+    # and can go on: the searched wiring is scored on half the clock, and the rival's routing goes on in the
+    # rest unless the searched wiring beat it (kimi-k2-288 with TP 4, phases, 60 s: the relay V's 0.000541 s
+    # after their 7.5 s beside the search, 0.000532 s after the rest)
+    halve = rival is not None and (start_score is None or start_score[0] >= rival[2][0]) and _resumable(rival[3]) \
+        and ("mwu (" in rival[2][1] or "unconverged" in rival[2][1])
     _say(params, f"scoring the searched wiring (best routing, {score_s / (2 if halve else 1):.0f} s)")
     res = _result(problem, name, w, params, t0, limit,
                   {**(extra or {}), "moves_tried": tried, "moves_kept": kept},
