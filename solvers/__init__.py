@@ -251,7 +251,7 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
     rival only beat the start as built (or the start was not timed) and its routing stopped on the clock,
     the searched wiring is scored on half the clock and the rival's routing goes on in the rest unless the
     searched wiring beat it (a rival routed by a converged LP gains nothing from more: qwen3-235b-64 with
-    TP 8, whose searched wiring lost 0.05% on half the clock).
+    TP 8, whose searched wiring lost 0.09% on half the clock).
     `other` = (name, wiring, score, pinned pairs): a second start, searched too (relay hubs that beat `start`
     as built, or the best other start beside the coupled groups' wiring); the moves' clock is split between
     the two, the searched pair ranked by a short routing ("auto": the exact LP up to EXACT_ROUTING_MAX
