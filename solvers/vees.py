@@ -105,17 +105,17 @@ def _rank_time(problem, wiring: Wiring, time_limit_s: float) -> float:
     others by MWU, the clock shared among them. MWU alone converges slowest where most TP bytes are relayed,
     so it favoured more circuits per pair: kimi-k2-288 with TP 4 at 2.4 s, k = 1 0.000583 s and k = 2
     0.000576 s by MWU, 0.000545 and 0.000551 s this way, 0.000528 and 0.000548 s routed for 20 s."""
+    from synth.problem import even_clocks
     from synth.routing import two_hop_routing
     subs, n = problem.phase_problems(), problem.accelerators
+    net = problem.network(wiring)         # every phase's: the same circuits
     times = {}
     for i, (_, sub) in enumerate(subs):
         if np.count_nonzero(sub.traffic.bytes_) <= SPARSE_PAIRS * n:
-            times[i] = two_hop_routing(sub.network(wiring), sub.traffic.bytes_, time_limit_s)[0]
+            times[i] = two_hop_routing(net, sub.traffic.bytes_, time_limit_s)[0]
     rest = [i for i in range(len(subs)) if not np.isfinite(times.get(i, np.inf))]
-    t0 = time.perf_counter()
-    for at, i in enumerate(rest):
-        clock = (time_limit_s - (time.perf_counter() - t0)) / (len(rest) - at)
-        times[i] = subs[i][1].score(wiring, "mwu", max(0.0, clock))[0]
+    for i, clock in zip(rest, even_clocks(len(rest), time_limit_s)):
+        times[i] = subs[i][1].score(wiring, "mwu", clock)[0]
     return float(sum(w * times[i] for i, (w, _) in enumerate(subs)))
 
 

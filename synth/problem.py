@@ -45,6 +45,14 @@ AUTO_LP_MIN_S = 1.0      # the shortest clock the routing LP gets under routing=
 MWU_SCORE_ROUNDS = 1000   # rounds at most of a score by MWU alone (beyond PATH_LP_MAX_LINKS): the clock decides
 
 
+def even_clocks(count: int, time_limit_s: float, since: float | None = None):
+    """The clocks of `count` jobs run one after another within `time_limit_s` (counted from `since`, else from
+    the first): each an even share of what is left then, so the time one leaves goes to the rest."""
+    t0 = time.perf_counter() if since is None else since
+    for at in range(count):
+        yield max(0.0, (time_limit_s - (time.perf_counter() - t0)) / (count - at))
+
+
 def _floor_on(net: Network, dem: np.ndarray) -> float:
     """`WiringProblem.time_floor` of the demand `dem` on `net`: the byte-hops over all capacity, and each
     accelerator's bytes over its own circuits; inf when a demand has no path."""
@@ -321,10 +329,9 @@ class WiringProblem:
             # TP phases take 1.0 s of their 1.9 s)
             total, how, subs = 0.0, set(), self.phase_problems()
             order = np.argsort([np.count_nonzero(p.bytes_) for p in self.phases], kind="stable")
-            for at, i in enumerate(order):
+            for i, clock in zip(order, even_clocks(len(order), time_limit_s, start)):
                 w, sub = subs[i]
-                clock = (time_limit_s - (time.perf_counter() - start)) / (len(order) - at)
-                theta, r = sub.score(wiring, routing, max(0.0, clock),
+                theta, r = sub.score(wiring, routing, clock,
                                      resume=None if resume is None else resume.setdefault(int(i), {}))
                 total += w * theta
                 how.add(r)
