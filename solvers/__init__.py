@@ -42,6 +42,7 @@ import numpy as np
 from synth.errors import InvalidInput
 from synth.model import Limit, SolveParams, SolveResult, SolveStatus, Wiring
 from synth.problem import EXACT_ROUTING_MAX, WiringProblem
+from synth.routing import Beside
 
 from . import baselines
 from .structured import heavy_pairs, hub_mask, near_moore, placed, relay_hubs
@@ -212,36 +213,58 @@ def _pairs_of(circuits) -> set[tuple[int, int]]:
     return {(min(c.a, c.b), max(c.a, c.b)) for c in circuits}
 
 
-def _moves(problem: WiringProblem, params: SolveParams, start: Wiring, budget: float, cap: int | None,
-           pinned: set | None) -> tuple[Wiring, int, int, Limit]:
-    """Degree-preserving local search from `start` for `budget` seconds (or `cap` moves), never moving the
-    circuits of `pinned` pairs or fixed circuits: (wiring, moves tried, moves kept, limit). A Ctrl-C keeps
-    the start."""
-    from .local_search import improve_hops, improve_two_hop
-    if problem.fixed_circuits:       # the moves never touch a fixed pair's circuits
-        pinned = set(pinned or ()) | _pairs_of(problem.fixed_circuits)
+def _moves(problem: WiringProblem, params: SolveParams, jobs: list[tuple[Wiring, set | None, int]], budget: float,
+           cap: int | None, beside: bool = True, optional: bool = False) -> list[tuple | None]:
+    """Degree-preserving local search (`local_search.moves`) from each job's start (wiring, pinned pairs, seed),
+    never moving the circuits of its pinned pairs or fixed circuits: one (wiring, hop-weighted bytes, moves
+    tried, moves kept, limit) per job. A second job runs in the helper process (`Beside`) while this one runs
+    the first, both on the whole `budget` seconds; without the helper (`beside` False: the other core is
+    taken; or none can be had) the two run one after the other on half the clock each -- or, when the second
+    is `optional` (another seed from the same start), it is dropped (None). `cap` moves in all: half each for
+    two starts, all for each of two seeds. A Ctrl-C keeps the starts."""
+    from .local_search import moves, moves_by
+    fixed = _pairs_of(problem.fixed_circuits) if problem.fixed_circuits else set()
+    jobs = [(w, (set(pin or ()) | fixed) or None, seed) for w, pin, seed in jobs]
     p, n = int(problem.layout.capacity.sum(axis=1).max()), problem.accelerators
     dense = p + p * (p - 1) >= (n - 1) / 2      # two hops can reach most pairs: optimize that, incrementally
     t = problem.traffic.bytes_
+    each = cap if cap is None or optional or len(jobs) == 1 else max(1, cap // 2)
+    t1 = time.perf_counter()
+
+    def run(job, clock: float) -> tuple:
+        w, hop_bytes, tried, kept = moves(job[0], t, dense, clock, job[2], each, job[1], params.progress)
+        return w, hop_bytes, tried, kept, Limit.ITERATIONS if each is not None and tried >= each else Limit.TIME
+
+    helper = None
+    if len(jobs) > 1 and beside and params.threads >= 2:
+        # on the wall clock the two share (a helper that had to start first gets less of it); with a move
+        # budget, on a clock of its own, so that its moves end at the same place as they would here
+        w1, pin1, seed1 = jobs[1]
+        helper = Beside.start(moves_by, time.time() + budget, w1, t, dense, seed1, each, pin1) if each is None \
+            else Beside.start(moves, w1, t, dense, budget, seed1, each, pin1)
+    out: list[tuple | None] = [None] * len(jobs)
     try:
-        if dense:   # 4/5 of the clock, or of the move budget (then either phase may use all the clock left)
-            t1 = time.perf_counter()
-            w, tried, kept = improve_two_hop(start, t, budget * (0.8 if cap is None else 1.0), params.seed,
-                                             params.progress, None if cap is None else max(1, cap * 4 // 5), pinned)
-            left = budget * 0.2 if cap is None else budget - (time.perf_counter() - t1)
-            w, _, tried2, kept2 = improve_hops(w, t, max(left, 0.0), params.seed, params.progress,
-                                               None if cap is None else max(1, cap - tried), pinned)
-            tried, kept = tried + tried2, kept + kept2
-        else:
-            w, _, tried, kept = improve_hops(start, t, budget, params.seed, params.progress, cap, pinned)
-        return w, tried, kept, Limit.ITERATIONS if cap is not None and tried >= cap else Limit.TIME
+        out[0] = run(jobs[0], budget if helper is not None or len(jobs) == 1 or optional else budget / 2)
+        if helper is not None:
+            got = helper.result()
+            if got is not None:
+                out[1] = (*got, Limit.ITERATIONS if each is not None and got[2] >= each else Limit.TIME)
+                _say(params, f"local search beside it (seed {jobs[1][2]}): {got[2]} moves, {got[3]} kept, "
+                             f"hop-bytes {got[1]:.6g}")
+        if len(jobs) > 1 and out[1] is None and not optional:   # no helper, or it failed: here, on what is left
+            _say(params, "the second start's search follows, on the clock left")
+            out[1] = run(jobs[1], max(0.0, budget - (time.perf_counter() - t1)))
     except KeyboardInterrupt:
-        return start, 0, 0, Limit.INTERRUPT
+        if helper is not None:
+            helper.cancel()
+        return [(w, float("inf"), 0, 0, Limit.INTERRUPT) for w, _, _ in jobs]
+    return out
 
 
 def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: str, t0: float,
             extra: dict | None = None, start_score: tuple[float, str] | None = None,
-            pinned: set | None = None, rival: tuple | None = None, other: tuple | None = None) -> SolveResult:
+            pinned: set | None = None, rival: tuple | None = None, other: tuple | None = None,
+            beside: bool = True) -> SolveResult:
     """Local search from `start` (never moving the circuits of `pinned` pairs); the answer is the better of
     the improved wiring and the start under the final objective (hop count is only the search's proxy), so
     it is never worse than its start. `rival` = (name, wiring, score, MWU state): a wiring scored beside the
@@ -253,26 +276,29 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
     searched wiring beat it (a rival routed by a converged LP gains nothing from more: qwen3-235b-64 with
     TP 8, whose searched wiring lost 0.09% on half the clock).
     `other` = (name, wiring, score, pinned pairs): a second start, searched too (relay hubs that beat `start`
-    as built, or the best other start beside the coupled groups' wiring); the moves' clock is split between
-    the two, the searched pair ranked by a short routing ("auto": the exact LP up to EXACT_ROUTING_MAX
+    as built, or the best other start beside the coupled groups' wiring); the two are searched at once, on the
+    two cores (`_moves`; one after the other on half the clock each when `beside` is False, the net test
+    holding the other core), the searched pair ranked by a short routing ("auto": the exact LP up to EXACT_ROUTING_MAX
     accelerators when it ends within the clock, else MWU; a wiring the moves left as built by its exact time)
     and the better one scored (the hop-count proxy ranks them wrong: deepseek-v3-pd-96's searched expander has
     fewer byte-hops and is 14% slower than its searched hubs; on dlrm128 p = 4 the searched expander is 9%
     faster). The answer is never worse than the better start as built: 1.7 s of MWU put llama405b-tp8pp4-32's
-    coupled groups' wiring at 0.0169 s (its time: 0.012304 s), behind the searched greedy start (0.0129 s)."""
+    coupled groups' wiring at 0.0169 s (its time: 0.012304 s), behind the searched greedy start (0.0129 s).
+    With no `other`, the other core searches from `start` under the next seed, and the run with fewer
+    byte-hops goes on."""
     budget = max(1.0, params.time_limit_s - (time.perf_counter() - t0))
     # the rest scores the routing: MWU, and from 49 accelerators the path LP that corrects it
     share = 0.5 if problem.accelerators > EXACT_ROUTING_MAX else 0.7
     cap = params.max_moves
-    if other is None:
-        w, tried, kept, limit = _moves(problem, params, start, budget * share, cap, pinned)
+    if other is None:       # and from the same start under the next seed on the other core: the fewer byte-hops
+        got = [r for r in _moves(problem, params, [(start, pinned, params.seed), (start, pinned, params.seed + 1)],
+                                 budget * share, cap, beside, optional=True) if r is not None]
+        w, _, tried, kept, limit = min(got, key=lambda r: r[1])
     else:
-        half, mine = None if cap is None else max(1, cap // 2), (extra or {}).get("start", "start")
-        t1 = time.perf_counter()
-        runs = {mine: _moves(problem, params, start, budget * share / 2, half, pinned)}
-        if runs[mine][3] != Limit.INTERRUPT:
-            runs[other[0]] = _moves(problem, params, other[1], max(0.0, budget * share - (time.perf_counter() - t1)),
-                                    half, other[3])
+        mine = (extra or {}).get("start", "start")
+        got = _moves(problem, params, [(start, pinned, params.seed), (other[1], other[3], params.seed)],
+                     budget * share, cap, beside)
+        runs = {mine: got[0][:1] + got[0][2:], other[0]: got[1][:1] + got[1][2:]}
         quick = max(MIN_SCORE_S, QUICK_SHARE * params.time_limit_s)
         cut, ranks = any(r[3] == Limit.INTERRUPT for r in runs.values()), {}
         built = {mine: (start, start_score), other[0]: (other[1], other[2])}
@@ -600,7 +626,7 @@ def _search_from(problem: WiringProblem, params: SolveParams, t0: float, shape: 
                            if score is not None else None)
     try:
         res = _searched(problem, params, t0, name, begin, score, heavy, aside, aside_scores, states, start_name,
-                        cands, scored)
+                        cands, scored, beside=net is None)
     except BaseException:
         if net is not None:
             net.stop()
@@ -609,7 +635,8 @@ def _search_from(problem: WiringProblem, params: SolveParams, t0: float, shape: 
 
 
 def _searched(problem: WiringProblem, params: SolveParams, t0: float, name: str, begin: Wiring, score, heavy,
-              aside: dict, aside_scores: dict, states: dict, start_name: str, cands: dict, scored: dict) -> SolveResult:
+              aside: dict, aside_scores: dict, states: dict, start_name: str, cands: dict, scored: dict,
+              beside: bool = True) -> SolveResult:
     """`_search_from` after its starts: the search from the best (and beside it the relay hubs or the best
     other start), the wirings scored aside when they are better."""
     rival, pinned, other = None, heavy[1] if name == "heavy pairs" else None, None
@@ -623,7 +650,7 @@ def _searched(problem: WiringProblem, params: SolveParams, t0: float, name: str,
         hub = hub_mask(problem.traffic.bytes_)
         other = (*rival[:3], _pairs_of(c for c in rival[1].circuits if hub[c.a] or hub[c.b]))
         _say(params, f"relay hubs beat the starts: searching from {name} and from them ({len(other[3])} hub pairs "
-                     "pinned), half the moves' clock each")
+                     "pinned)")
         rival = None
     elif name == start_name == "coupled groups" and len(scored) > 1:
         # its groups are each wired whole, which the moves rarely improve: the best other start is searched
@@ -631,9 +658,8 @@ def _searched(problem: WiringProblem, params: SolveParams, t0: float, name: str,
         # groups' wiring starts at 0.000325 s and stays there, TopoOpt-style's searched reaches 0.000304 s
         k = min((a for a in scored if a != name), key=lambda a: scored[a][0])
         other = (k, cands[k], scored[k], None)
-        _say(params, f"the coupled groups' wiring is the best start: searching from it and from {k}, "
-                     "half the moves' clock each")
-    res = _search(problem, params, begin, "search", t0, {"start": name}, score, pinned, rival, other)
+        _say(params, f"the coupled groups' wiring is the best start: searching from it and from {k}")
+    res = _search(problem, params, begin, "search", t0, {"start": name}, score, pinned, rival, other, beside)
     for k, sc in sorted(aside_scores.items(), key=lambda kv: kv[1][0]):
         if sc[0] < res.objective:
             res = _result(problem, "search", aside[k], params, t0, res.limit,
@@ -685,18 +711,34 @@ def _prepare(problem: WiringProblem, params: SolveParams, shape: WiringProblem, 
     vees = relay_vees(problem, params.seed, VEE_SHARE * params.time_limit_s)
     if vees is not None:
         aside["relay vees"] = vees
-    states: dict[str, dict] = {k: {} for k in aside}     # their MWU runs, for going on later (`_search`'s rival)
-    aside_scores = {k: problem.score(w, "best", max(MIN_SCORE_S, ASIDE_SHARE * params.time_limit_s / len(aside)),
-                                     resume=states[k]) for k, w in aside.items()}
+    # scored on the other core (`Beside`) while this one builds and scores the starts: dlrm128 p = 4, 60 s, the
+    # relay hubs' 13.9 s and the starts' 9.4 s one after the other took 23 s of the search's clock
+    clock = max(MIN_SCORE_S, ASIDE_SHARE * params.time_limit_s / max(len(aside), 1))
+    job = Beside.start(score_aside, problem, aside, clock) if aside and params.threads >= 2 else None
+    try:
+        heavy = heavy_pairs(shape, params.seed, HUB_TRIES)       # None with fixed circuits
+        if heavy is not None:
+            cands["heavy pairs"] = heavy[0]
+        if start is not None:
+            cands[start_name] = baselines.impose(start, fixed)
+        name, begin, score, scored = _scored_start(problem, params, cands)
+        got = job.result() if job is not None else None
+    except BaseException:
+        if job is not None:
+            job.cancel()
+        raise
+    # their MWU runs (`states`), for going on later (`_search`'s rival)
+    aside_scores, states = got if got is not None else score_aside(problem, aside, clock)
     for k, sc in aside_scores.items():
         _say(params, f"{k}: {sc[0]:.6g} s (scored beside the search)")
-    heavy = heavy_pairs(shape, params.seed, HUB_TRIES)       # None with fixed circuits
-    if heavy is not None:
-        cands["heavy pairs"] = heavy[0]
-    if start is not None:
-        cands[start_name] = baselines.impose(start, fixed)
-    name, begin, score, scored = _scored_start(problem, params, cands)
     return name, begin, score, scored, heavy, aside, aside_scores, states
+
+
+def score_aside(problem: WiringProblem, aside: dict[str, Wiring], clock: float) -> tuple[dict, dict]:
+    """Each wiring of `aside` scored by the best routing on `clock` seconds: ({name: (time, routing)},
+    {name: its MWU state, to go on from}). Module-level, so the helper process can run it (`Beside`)."""
+    states: dict[str, dict] = {k: {} for k in aside}
+    return {k: problem.score(w, "best", clock, resume=states[k]) for k, w in aside.items()}, states
 
 
 def wire(problem: WiringProblem, solver: str = "auto", params: SolveParams = SolveParams()) -> SolveResult:

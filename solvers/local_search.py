@@ -235,3 +235,28 @@ def improve_two_hop(wiring: Wiring, demand: np.ndarray, time_limit_s: float = 20
                  "within two hops")
     circuits = tuple(Circuit(int(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in arr)
     return Wiring(n, wiring.ports_per_accelerator, circuits, wiring.layout), tried, kept
+
+
+def moves(start: Wiring, demand: np.ndarray, dense: bool, budget: float, seed: int = 0, cap: int | None = None,
+          pinned: set | None = None, progress: Callable[[str], None] | None = None) -> tuple[Wiring, float, int, int]:
+    """The search's moves from `start` for `budget` seconds (or `cap` moves), never moving the circuits of
+    `pinned` pairs: on `dense` wirings (two hops can reach most pairs) demand-weighted two-hop coverage on 4/5
+    of the clock (or of the moves; then either phase may use all the clock left), then the hop count; else the
+    hop count alone. (wiring, its hop-weighted bytes, moves tried, moves kept). On arrays and a wiring alone,
+    so the helper process can run it (`synth.routing.Beside`)."""
+    if not dense:
+        return improve_hops(start, demand, budget, seed, progress, cap, pinned)
+    t1 = time.perf_counter()
+    w, tried, kept = improve_two_hop(start, demand, budget * (0.8 if cap is None else 1.0), seed, progress,
+                                     None if cap is None else max(1, cap * 4 // 5), pinned)
+    left = budget * 0.2 if cap is None else budget - (time.perf_counter() - t1)
+    w, hop_bytes, tried2, kept2 = improve_hops(w, demand, max(left, 0.0), seed, progress,
+                                               None if cap is None else max(1, cap - tried), pinned)
+    return w, hop_bytes, tried + tried2, kept + kept2
+
+
+def moves_by(deadline: float, start: Wiring, demand: np.ndarray, dense: bool, seed: int, cap: int | None,
+             pinned: set | None) -> tuple[Wiring, float, int, int]:
+    """`moves` until the wall-clock `deadline` (`time.time()`: a helper process shares the wall clock, not the
+    caller's perf_counter; a helper that had to start first gets less of the clock, not more)."""
+    return moves(start, demand, dense, max(0.0, deadline - time.time()), seed, cap, pinned)

@@ -95,11 +95,13 @@ class _Halves:
 
 def _helper_main() -> None:
     """A helper process's loop over pickled messages on stdin: ("setup", arrays of `_Halves`), then ("run",
-    k, lengths, want rows) -> (loads, rows) of half 1 of block k on stdout, ("ping",) -> "ready", until
-    stdin closes."""
+    k, lengths, want rows) -> (loads, rows) of half 1 of block k on stdout; ("call", module, function, args)
+    -> ("ok", its value) or ("error", what it raised) (`Beside`); ("ping",) -> "ready"; until stdin closes."""
+    import importlib
     import pickle
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     halves = None
+    _Helper._lock.acquire()      # never a helper of its own: what it is asked runs here alone
     while True:
         try:
             msg = pickle.load(inp)
@@ -108,7 +110,13 @@ def _helper_main() -> None:
         if msg[0] == "setup":
             halves = _Halves(*msg[1:])
             continue
-        answer = "ready" if msg[0] == "ping" else halves.run(msg[1], 1, msg[2], msg[3])
+        if msg[0] == "call":
+            try:
+                answer = ("ok", getattr(importlib.import_module(msg[1]), msg[2])(*msg[3]))
+            except Exception as exc:        # the caller computes it itself
+                answer = ("error", f"{type(exc).__name__}: {exc}")
+        else:
+            answer = "ready" if msg[0] == "ping" else halves.run(msg[1], 1, msg[2], msg[3])
         pickle.dump(answer, out, protocol=pickle.HIGHEST_PROTOCOL)
         out.flush()
 
@@ -156,15 +164,17 @@ class _Helper:
             return helper.ok and helper.answer() == "ready"
 
     @classmethod
-    def acquire(cls, arrays: tuple) -> "_Helper | None":
-        """The helper, set up for `_Halves(*arrays)`, or None (busy, or no process could be started)."""
+    def acquire(cls, arrays: tuple | None) -> "_Helper | None":
+        """The helper, set up for `_Halves(*arrays)` (unless None), or None (busy, or no process could be
+        started)."""
         if not cls._lock.acquire(blocking=False):
             return None
         if not cls._started():
             cls._lock.release()
             return None
         helper = cls()
-        helper._send(("setup", *arrays))
+        if arrays is not None:
+            helper._send(("setup", *arrays))
         return helper if helper.ok else helper.release()
 
     def _send(self, msg) -> None:
@@ -217,6 +227,46 @@ class _Helper:
 
 
 atexit.register(_Helper.stop)
+
+
+class Beside:
+    """`fn(*args)` computed in the helper process (`_Helper`) while this process does other work: `start`
+    sends it (a module-level function, by its module and name; picklable arguments) and returns at once,
+    `result` waits for its value. The search's moves run this way on the second core (`solvers._search`).
+    While it runs the helper is taken, so an MWU routing meanwhile runs alone."""
+
+    def __init__(self, helper: _Helper) -> None:
+        self._helper = helper
+
+    @classmethod
+    def start(cls, fn: Callable, *args) -> "Beside | None":
+        """Started, or None: one core, the helper busy, or no process could be started (the caller then
+        computes it itself)."""
+        if _cores() < 2:
+            return None
+        helper = _Helper.acquire(None)
+        if helper is None:
+            return None
+        helper._send(("call", fn.__module__, fn.__name__, args))
+        helper.pending = helper.ok
+        if not helper.ok:
+            helper.release()
+            return None
+        return cls(helper)
+
+    def result(self):
+        """Its value, waited for; None when the helper failed or the function raised (the caller computes it
+        itself). Either way the helper is free again."""
+        try:
+            out = self._helper.answer()
+        finally:
+            self._helper.release()
+        return out[1] if isinstance(out, tuple) and out[0] == "ok" else None
+
+    def cancel(self) -> None:
+        """Give it up (a Ctrl-C in the caller): the helper is stopped, and the next user starts another."""
+        self._helper.pending = True        # an answer unread: `release` stops the process
+        self._helper.release()
 
 
 def _cores() -> int:

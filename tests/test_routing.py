@@ -1,5 +1,7 @@
 """Multiplicative-weights routing with its helper process: the same bits with or without it, and a helper
 that dies or is left mid-block never changes or loses an answer."""
+import time
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -177,3 +179,19 @@ def test_path_lp_routing_goes_on_from_its_last_mwu_round(case):
     assert min(runs.values()) >= 1
     p.score(wiring, "mwu", 1.0, resume=kept)
     assert all(kept[i]["run"] > runs[i] for i in (0, 1))
+
+
+def test_beside_computes_in_the_helper_and_is_given_up_on_cancel():
+    import math
+    import os
+    from synth.routing import Beside, _cores
+    if _cores() < 2:
+        pytest.skip("one core: Beside runs nothing")
+    job = Beside.start(os.getpid)
+    assert job is not None and job.result() not in (None, os.getpid())      # another process
+    assert Beside.start(math.sqrt, -1.0).result() is None                    # it raised: the caller computes it
+    busy = Beside.start(time.sleep, 60)
+    assert Beside.start(os.getpid) is None                                   # one job at a time
+    busy.cancel()                                                            # the helper is stopped at once
+    assert _Helper._proc is None
+    assert Beside.start(math.sqrt, 4.0).result() == 2.0                      # and the next job starts another

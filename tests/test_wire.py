@@ -1206,24 +1206,26 @@ def test_relay_hubs_put_idle_accelerators_between_the_busy_ones():
     assert pairs(res.artifact) == pairs(built)
 
 
-def test_ctrl_c_while_searching_the_hubs_answers_them_as_built(monkeypatch):
-    # the second of the two searches (the hubs, pinned) stopped by Ctrl-C: the hubs as built, which beat the
-    # first start as built, with their score in hand; no ranking, no wait
+@pytest.mark.parametrize("threads", [1, 2])
+def test_ctrl_c_while_searching_the_hubs_answers_them_as_built(monkeypatch, threads):
+    # Ctrl-C in the two searches (the hubs, pinned, beside the best start): on one thread the second, run
+    # after the first; on two, the one in this process while the helper process runs the hubs' (given up):
+    # the hubs as built, which beat the first start as built, with their score in hand; no ranking, no wait
     import solvers.local_search as ls
     from solvers import HUB_TRIES
     from solvers.structured import relay_hubs
     real, calls = ls.improve_two_hop, []
 
-    def stop_second(*a, **k):
+    def stop(*a, **k):
         calls.append(1)
-        if len(calls) > 1:
+        if len(calls) == threads % 2 + 1:
             raise KeyboardInterrupt
         return real(*a, **k)
-    monkeypatch.setattr(ls, "improve_two_hop", stop_second)
+    monkeypatch.setattr(ls, "improve_two_hop", stop)
     t = _hubs_demand()
     p = problem(t, 6)
-    res = wire(p, "search", SolveParams(time_limit_s=6))
-    assert len(calls) == 2 and res.limit.value == "interrupt" and res.status == SolveStatus.FEASIBLE
+    res = wire(p, "search", SolveParams(time_limit_s=6, threads=threads))
+    assert len(calls) == threads % 2 + 1 and res.limit.value == "interrupt" and res.status == SolveStatus.FEASIBLE
     assert res.extra["start"] == "relay hubs" and not wiring_violations(res.artifact)
     assert res.objective == pytest.approx(p.score(relay_hubs(t, p.layout, 0, HUB_TRIES), "best")[0], rel=1e-9)
 
@@ -1239,7 +1241,8 @@ def test_two_searched_starts_never_answer_worse_than_the_better_start_as_built(m
     t = _hubs_demand()
     p = problem(t, 6)
     worse = baseline_wiring(p, "expander", 0)
-    monkeypatch.setattr(solvers, "_moves", lambda *a, **k: (worse, 1, 1, solvers.Limit.TIME))
+    monkeypatch.setattr(solvers, "_moves", lambda problem, params, jobs, *a, **k:
+                        [(worse, 0.0, 1, 1, solvers.Limit.TIME) for _ in jobs])
     res = wire(p, "search", SolveParams(time_limit_s=6))
     hubs = p.score(relay_hubs(t, p.layout, 0, HUB_TRIES), "best")[0]
     assert hubs < p.score(worse, "best")[0] * (1 - 1e-3)
@@ -1756,6 +1759,25 @@ def test_ctrl_c_before_the_search_keeps_a_start(monkeypatch, where):
     assert said in res.artifact.solve["routing"] and res.bound <= res.objective < math.inf
 
 
+def test_ctrl_c_while_the_other_core_scores_the_hubs_gives_it_up(monkeypatch):
+    # the relay hubs are scored in the helper process while this one scores the starts: a Ctrl-C there stops
+    # the helper (its answer is never waited for) and the best start built so far answers
+    import solvers
+    from synth.routing import _Helper, _cores
+    if _cores() < 2:
+        pytest.skip("one core: the hubs are scored here")
+    busy = []
+
+    def stop(*args, **kwargs):
+        busy.append(_Helper._lock.locked())
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(solvers, "_scored_start", stop)
+    res = wire(problem(_hubs_demand(), 6), "search", SolveParams(time_limit_s=10))
+    assert busy == [True] and _Helper._proc is None and not _Helper._lock.locked()
+    assert res.limit.value == "interrupt" and not wiring_violations(res.artifact)
+
+
 def test_time_floor_is_below_every_routing():
     """`time_floor` (byte-hops over all capacity, each accelerator's bytes over its circuits) never exceeds the
     optimal routing's time; inf where a demand has no path; 0 where it does not apply."""
@@ -1830,7 +1852,7 @@ def test_a_rival_that_beat_the_start_shares_the_scoring_clock(monkeypatch):
     start_score = p.score(start, "best", 0.3)
     assert start_score[0] > 1.2 * score[0] and p.time_floor(start) < score[0]
     rounds = state["run"]
-    params = SolveParams(time_limit_s=3, max_moves=1)
+    params = SolveParams(time_limit_s=3, max_moves=1, threads=1)     # one search: its one move loses to the rival
     said: list = []
     res = _search(p, replace(params, progress=said.append), start, "search", time.perf_counter(),
                   {"start": "topoopt"}, start_score, None, ("expander", rival, score, state))
@@ -2088,3 +2110,35 @@ def test_auto_routing_holds_its_clock_up_to_exact_routing_max(monkeypatch):
     assert limits == [1.0] and not how.startswith("optimal") and value >= opt * (1 - 1e-9)
     monkeypatch.setattr(sp, "optimal_routing", real)
     assert p.score(w, "auto", time_limit_s=5.0) == (pytest.approx(opt, rel=1e-9), "optimal")
+
+
+def test_the_other_core_searches_under_the_next_seed_and_the_fewer_byte_hops_win(monkeypatch):
+    # one start: the helper process searches from it under seed + 1 while this process searches under the seed,
+    # both on the whole clock (or move budget); the run with fewer byte-hops goes on to the scoring
+    import solvers
+    from solvers.local_search import _hop_bytes
+    t = np.full((40, 40), 1e6) * (1 + (np.arange(40)[:, None] % 3))
+    np.fill_diagonal(t, 0)
+    p = problem(t, 4)
+    runs: list = []
+    real = solvers._moves
+
+    def kept(*a, **k):
+        runs.append(real(*a, **k))
+        return runs[-1]
+    monkeypatch.setattr(solvers, "_moves", kept)
+    said: list = []
+    res = wire(p, "search", SolveParams(time_limit_s=60, seed=2, max_moves=300, progress=said.append))
+    (mine, other), = runs
+    assert other is not None and any("local search beside it (seed 3)" in m for m in said)
+    assert mine[2] == other[2] == 300 and mine[0] != other[0]                # two runs, each its whole budget
+    best = min((mine, other), key=lambda r: r[1])
+    assert res.extra["moves_tried"] == best[2] and not wiring_violations(res.artifact)
+    if not res.extra.get("kept_start"):
+        assert res.artifact.circuits == best[0].circuits
+    hops = lambda w: _hop_bytes(40, w.circuit_array[:, 1], w.circuit_array[:, 3], t)[0]
+    assert hops(best[0]) == min(hops(mine[0]), hops(other[0]))
+    # one thread: one run, as before
+    runs.clear()
+    wire(p, "search", SolveParams(time_limit_s=60, seed=2, max_moves=300, threads=1))
+    assert runs[0][1] is None and runs[0][0][2] == 300
