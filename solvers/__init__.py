@@ -58,6 +58,7 @@ MIN_SCORE_S = 0.5     # the shortest clock a wiring is scored on (ECMP first, th
 PLACE_SHARE = 0.1     # of the time limit at most, for placing skewed demand on the near-Moore wiring
 VEE_SHARE = 0.2       # of the time limit at most, for the relay V's: three k's built and ranked, one coloured (deepseek-v3-144 TP 4: 10 s)
 UNIFORM_CV = 0.1       # demand spread up to which the geometric near-Moore starts are offered (_near_uniform)
+SCORED_STARTS_MAX = 256   # accelerators up to which the search's starts are ranked by a routing, beyond by byte-hops
 SEED_FROM = 16         # exact solves above this many accelerators start from the search's wiring (_seeded)
 BOUND_SHARE = 0.25     # of the time limit, for the LP relaxation's bound (solved once per problem)
 EXACT_MIN_S = 1.0      # left of the clock after the seeding search for an exact model to run at all
@@ -474,7 +475,7 @@ def _near_uniform(t: np.ndarray) -> bool:
 def _scored_start(problem: WiringProblem, params: SolveParams, candidates: dict[str, Wiring]):
     """The best start: by the final objective when scoring is cheap (up to 256 accelerators), else by
     hop-weighted bytes. Returns (name, wiring, score or None, {name: score} of every start scored)."""
-    if problem.accelerators <= 256:
+    if problem.accelerators <= SCORED_STARTS_MAX:
         # each on a tenth of the clock, all of them on at most START_SHARE of it (5 s for three starts on 57
         # accelerators took 7.5 s when each had 2 s at least); in the order of their floors (time_floor: no
         # routing is faster), and a start whose floor is no better than a time in hand is not scored
@@ -712,9 +713,13 @@ def _prepare(problem: WiringProblem, params: SolveParams, shape: WiringProblem, 
     if vees is not None:
         aside["relay vees"] = vees
     # scored on the other core (`Beside`) while this one builds and scores the starts: dlrm128 p = 4, 60 s, the
-    # relay hubs' 13.9 s and the starts' 9.4 s one after the other took 23 s of the search's clock
+    # relay hubs' 13.9 s and the starts' 9.4 s one after the other took 23 s of the search's clock. Not where
+    # the starts are ranked by byte-hops (a moment's work): there MWU keeps its helper for half of every block
+    # (kimi-k2-288 with TP 4 under phases, 60 s: the V's 0.000555 s on the helper's one core against 0.000536-
+    # 0.000541 s on two, and the answer 0.000548 s against 0.000530-0.000532)
     clock = max(MIN_SCORE_S, ASIDE_SHARE * params.time_limit_s / max(len(aside), 1))
-    job = Beside.start(score_aside, problem, aside, clock) if aside and params.threads >= 2 else None
+    job = Beside.start(score_aside, problem, aside, clock) \
+        if aside and params.threads >= 2 and problem.accelerators <= SCORED_STARTS_MAX else None
     try:
         heavy = heavy_pairs(shape, params.seed, HUB_TRIES)       # None with fixed circuits
         if heavy is not None:
@@ -885,7 +890,7 @@ def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResu
         # allocation where it gives pairs several circuits (heavy pairs), else the expander; circuits that a
         # pair has several of are pinned, as the hop proxy would move them away
         heavy = heavy_pairs(shape, params.seed, HUB_TRIES) if problem.accelerators > LP_BOUND_MAX else None
-        if heavy is not None and problem.accelerators > 256:
+        if heavy is not None and problem.accelerators > SCORED_STARTS_MAX:
             start, pinned, how, score = heavy[0], heavy[1], "heavy pairs", None
         else:
             # the rounding (or the heavy pairs) beside the quick baselines (and the direct policy's cover), the

@@ -1776,6 +1776,11 @@ def test_ctrl_c_while_the_other_core_scores_the_hubs_gives_it_up(monkeypatch):
     res = wire(problem(_hubs_demand(), 6), "search", SolveParams(time_limit_s=10))
     assert busy == [True] and _Helper._proc is None and not _Helper._lock.locked()
     assert res.limit.value == "interrupt" and not wiring_violations(res.artifact)
+    # where the starts are ranked by byte-hops (beyond SCORED_STARTS_MAX accelerators) the hubs are scored
+    # here, after them, with MWU's helper at hand
+    monkeypatch.setattr(solvers, "SCORED_STARTS_MAX", 20)
+    wire(problem(_hubs_demand(), 6), "search", SolveParams(time_limit_s=10))
+    assert busy == [True, False]
 
 
 def test_time_floor_is_below_every_routing():
