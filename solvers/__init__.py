@@ -250,8 +250,8 @@ def _moves(problem: WiringProblem, params: SolveParams, jobs: list[tuple[Wiring,
             got = helper.result()
             if got is not None:
                 out[1] = (*got, Limit.ITERATIONS if each is not None and got[2] >= each else Limit.TIME)
-                _say(params, f"local search beside it (seed {jobs[1][2]}): {got[2]} moves, {got[3]} kept, "
-                             f"hop-bytes {got[1]:.6g}")
+                _say(params, f"local search beside it ({f'seed {seed1}' if optional else 'the second start'}): "
+                             f"{got[2]} moves, {got[3]} kept, hop-bytes {got[1]:.6g}")
         if len(jobs) > 1 and out[1] is None and not optional:   # no helper, or it failed: here, on what is left
             _say(params, "the second start's search follows, on the clock left")
             out[1] = run(jobs[1], max(0.0, budget - (time.perf_counter() - t1)))

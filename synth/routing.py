@@ -237,6 +237,7 @@ class Beside:
 
     def __init__(self, helper: _Helper) -> None:
         self._helper = helper
+        self._open = True          # the helper still held for this job
 
     @classmethod
     def start(cls, fn: Callable, *args) -> "Beside | None":
@@ -258,15 +259,19 @@ class Beside:
         """Its value, waited for; None when the helper failed or the function raised (the caller computes it
         itself). Either way the helper is free again."""
         try:
-            out = self._helper.answer()
+            out = self._helper.answer()      # a Ctrl-C while waiting leaves it unread: the helper is stopped
         finally:
+            self._open = False
             self._helper.release()
         return out[1] if isinstance(out, tuple) and out[0] == "ok" else None
 
     def cancel(self) -> None:
-        """Give it up (a Ctrl-C in the caller): the helper is stopped, and the next user starts another."""
-        self._helper.pending = True        # an answer unread: `release` stops the process
-        self._helper.release()
+        """Give it up (a Ctrl-C in the caller): the helper is stopped, and the next user starts another.
+        Nothing to do once `result` has returned or raised."""
+        if self._open:
+            self._open = False
+            self._helper.pending = True    # an answer unread: `release` stops the process
+            self._helper.release()
 
 
 def _cores() -> int:

@@ -195,3 +195,17 @@ def test_beside_computes_in_the_helper_and_is_given_up_on_cancel():
     busy.cancel()                                                            # the helper is stopped at once
     assert _Helper._proc is None
     assert Beside.start(math.sqrt, 4.0).result() == 2.0                      # and the next job starts another
+    # a Ctrl-C while waiting for it: the helper is stopped; giving the job up after that does nothing more
+    job = Beside.start(time.sleep, 60)
+
+    def ctrl_c(self):
+        raise KeyboardInterrupt
+    real, _Helper.answer = _Helper.answer, ctrl_c
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            job.result()
+    finally:
+        _Helper.answer = real
+    job.cancel()
+    assert _Helper._proc is None and not _Helper._lock.locked()
+    assert Beside.start(math.sqrt, 9.0).result() == 3.0
