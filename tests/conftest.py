@@ -16,12 +16,20 @@ def _run_from_root(monkeypatch):
 def ctrl_c_on():
     """Ctrl-C as in a terminal: Python's default SIGINT handler, restored after. A process started in the
     background by a non-interactive shell inherits SIGINT ignored (POSIX), and Python then keeps it ignored:
-    a test sending itself SIGINT outside the solvers' own handlers would see nothing happen."""
+    a test sending itself SIGINT outside the solvers' own handlers would see nothing happen.
+
+    The garbage collector's callbacks are set aside meanwhile: hypothesis's pytest plugin installs one (it
+    times collections), and a KeyboardInterrupt raised while it runs is printed as "Exception ignored" and
+    lost, so a SIGINT landing there (PuLP's model building collects often) left a 300 s solve running to its
+    limit (CI, 2026-12-05). A terminal's Ctrl-C in the command has no such callback to land in."""
+    import gc
     import signal
     prev = signal.signal(signal.SIGINT, signal.default_int_handler)
+    callbacks, gc.callbacks[:] = list(gc.callbacks), []
     try:
         yield
     finally:
+        gc.callbacks[:] = callbacks
         signal.signal(signal.SIGINT, prev)
 
 
