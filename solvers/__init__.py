@@ -292,9 +292,12 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
     share = 0.5 if problem.accelerators > EXACT_ROUTING_MAX else 0.7
     cap = params.max_moves
     if other is None:       # and from the same start under the next seed on the other core: the fewer byte-hops
-        got = [r for r in _moves(problem, params, [(start, pinned, params.seed), (start, pinned, params.seed + 1)],
-                                 budget * share, cap, beside, optional=True) if r is not None]
-        w, _, tried, kept, limit = min(got, key=lambda r: r[1])
+        runs2 = _moves(problem, params, [(start, pinned, params.seed), (start, pinned, params.seed + 1)],
+                       budget * share, cap, beside, optional=True)
+        w, _, tried, kept, limit = min((r for r in runs2 if r is not None), key=lambda r: r[1])
+        if runs2[1] is not None and runs2[1][4] != Limit.INTERRUPT:
+            extra = {**(extra or {}), "beside": {"seed": params.seed + 1, "moves_tried": runs2[1][2],
+                                                 "moves_kept": runs2[1][3], "won": runs2[1][1] < runs2[0][1]}}
     else:
         mine = (extra or {}).get("start", "start")
         got = _moves(problem, params, [(start, pinned, params.seed), (other[1], other[3], params.seed)],

@@ -2139,6 +2139,8 @@ def test_the_other_core_searches_under_the_next_seed_and_the_fewer_byte_hops_win
     assert mine[2] == other[2] == 300 and mine[0] != other[0]                # two runs, each its whole budget
     best = min((mine, other), key=lambda r: r[1])
     assert res.extra["moves_tried"] == best[2] and not wiring_violations(res.artifact)
+    assert res.extra["beside"] == {"seed": 3, "moves_tried": 300, "moves_kept": other[3], "won": other[1] < mine[1]}
+    assert res.artifact.solve["beside"] == res.extra["beside"]                  # in the solve block too
     if not res.extra.get("kept_start"):
         assert res.artifact.circuits == best[0].circuits
     hops = lambda w: _hop_bytes(40, w.circuit_array[:, 1], w.circuit_array[:, 3], t)[0]
