@@ -13,7 +13,9 @@ no printing (progress goes through ``SolveParams.progress``).
 - ``search``: the best baseline (greedy only off a near-uniform all-to-all) as a start, degree-preserving local search inside switch planes
   (:mod:`solvers.local_search`: on dense wirings, where two hops reach most pairs, it maximizes
   demand-weighted two-hop coverage with an O(N) incremental update per move, then refines the hop
-  objective by BFS), scored with balanced multi-path routing;
+  objective by BFS), scored with balanced multi-path routing; the second core (a helper process,
+  `synth.routing.Beside`) searches under the next seed beside it, or the second start, and scores the
+  wirings offered beside the search while the starts are scored;
 - ``expander``, ``torus``, ``topoopt``, ``greedy``: the baselines (:mod:`solvers.baselines`);
 - ``auto``: ``milp`` up to 16 accelerators (with the best heuristic as a fallback), else ``search``; for the
   ``step`` objective (the evaluator's model, which no exact model encodes) up to 16 accelerators the MILP
