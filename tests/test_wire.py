@@ -1495,6 +1495,36 @@ def test_ctrl_c_during_the_search_that_seeds_an_exact_solve(ctrl_c_on):
     assert res.artifact is not None and not wiring_violations(res.artifact)
 
 
+def test_ctrl_c_during_the_moves_on_both_cores(ctrl_c_on):
+    # a real SIGINT while this process and the helper both run the search's moves: the helper (in a session of
+    # its own, which a terminal's Ctrl-C does not reach) is stopped, and the start answers at once
+    from synth.routing import _Helper, _cores
+    if _cores() < 2:
+        pytest.skip("one core: no helper")
+    import os
+    import signal
+    import threading
+    t = np.full((40, 40), 1e6) * (1 + (np.arange(40)[:, None] % 3))
+    np.fill_diagonal(t, 0)
+    said, busy = [], []
+
+    def ctrl_c():
+        busy.append(_Helper._lock.locked() and any("starts:" in m for m in said))   # moves under way, beside
+        os.kill(os.getpid(), signal.SIGINT)
+    timer = threading.Timer(4.0, ctrl_c)
+    t0 = time.perf_counter()
+    timer.start()
+    try:
+        res = wire(problem(t, 4), "search", SolveParams(time_limit_s=300, progress=said.append))
+    finally:
+        timer.cancel()
+    wall = time.perf_counter() - t0
+    assert busy == [True]
+    assert wall < 30 and res.limit.value == "interrupt" and res.status == SolveStatus.FEASIBLE
+    assert res.extra["moves_tried"] == 0 and "beside" not in res.extra and not wiring_violations(res.artifact)
+    assert _Helper._proc is None and not _Helper._lock.locked()
+
+
 def test_path_lp_by_pdlp_beyond_the_interior_points_size(monkeypatch):
     # on more links than PATH_LP_IPM_MAX_LINKS the path LPs are solved by PDLP: the value is still a routing's
     # time (never below the arc LP's optimum, within PDLP's tolerance of it), and "no improving path" under
