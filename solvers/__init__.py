@@ -234,9 +234,11 @@ def _moves(problem: WiringProblem, params: SolveParams, jobs: list[tuple[Wiring,
     each = cap if cap is None or optional or len(jobs) == 1 else max(1, cap // 2)
     t1 = time.perf_counter()
 
-    def run(job, clock: float) -> tuple:
-        w, hop_bytes, tried, kept = moves(job[0], t, dense, clock, job[2], each, job[1], params.progress)
+    def ended(w: Wiring, hop_bytes: float, tried: int, kept: int) -> tuple:
         return w, hop_bytes, tried, kept, Limit.ITERATIONS if each is not None and tried >= each else Limit.TIME
+
+    def run(job, clock: float) -> tuple:
+        return ended(*moves(job[0], t, dense, clock, job[2], each, job[1], params.progress))
 
     helper = None
     if len(jobs) > 1 and beside and params.threads >= 2:
@@ -251,7 +253,7 @@ def _moves(problem: WiringProblem, params: SolveParams, jobs: list[tuple[Wiring,
         if helper is not None:
             got = helper.result()
             if got is not None:
-                out[1] = (*got, Limit.ITERATIONS if each is not None and got[2] >= each else Limit.TIME)
+                out[1] = ended(*got)
                 _say(params, f"local search beside it ({f'seed {seed1}' if optional else 'the second start'}): "
                              f"{got[2]} moves, {got[3]} kept, hop-bytes {got[1]:.6g}")
         if len(jobs) > 1 and out[1] is None and not optional:   # no helper, or it failed: here, on what is left

@@ -72,6 +72,14 @@ class Network:
         return sp.csr_matrix((np.ones(self.links), (self.src, self.dst)), shape=(self.nodes, self.nodes))
 
     @cached_property
+    def link_id(self) -> np.ndarray:
+        """`link_id[u, v]`: the index of the link u -> v (links are distinct pairs), -1 where there is none
+        (nodes x nodes)."""
+        eid = np.full((self.nodes, self.nodes), -1, dtype=np.int64)
+        eid[self.src, self.dst] = np.arange(self.links)
+        return eid
+
+    @cached_property
     def dist(self) -> np.ndarray:
         """Hop distances (nodes x nodes); UNREACHABLE where there is no path. Paths pass only through
         nodes that forward."""
