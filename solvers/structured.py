@@ -358,24 +358,30 @@ def _heavy_draw(lay: OCSLayout, pairs: list[tuple[int, int, int]], seed: int) ->
     return Wiring(n, lay.ports, tuple(circuits), lay)
 
 
-PLACE_TRIES = 1500    # position swaps tried by `placed` (the clock is a ceiling)
+PLACE_TRIES = 1500    # position swaps tried by `placed` (the clock is a ceiling; 1.1 s at 288 accelerators)
 PLACE_POWER = 8       # the L^p norm of the link loads it lowers: the busiest links, smoothly
+PLACE_FAR = 2.0       # weight of the byte-hops of pairs three or more hops apart, spread over every link
 
 
 def placed(wiring: Wiring, demand: np.ndarray, seed: int = 0, tries: int = PLACE_TRIES,
-           time_limit_s: float = 10.0) -> Wiring:
+           time_limit_s: float = 10.0, far: float = PLACE_FAR) -> Wiring:
     """`wiring` with its accelerators relabelled so that skewed demand loads its links evenly: a swap search
     over which accelerator sits at which vertex, lowering the L^PLACE_POWER norm of the link loads when
-    every pair at distance two splits its bytes evenly over its two-hop paths (pairs further apart are left
-    out). On a near-Moore graph, where most pairs have one two-hop path, that routing is nearly forced, and
-    where a third of the accelerators carry more bytes it matters where they sit: kimi-k2-288's polarity
-    graph routes in 1.2512 ms as built, 1.2356 ms placed (MWU, BENCHMARKS.md). Only for layouts in which
-    every accelerator has the same switch at every port (a relabelling keeps the circuits on their
-    switches); otherwise `wiring` is returned.
+    every pair at distance two splits its bytes evenly over its two-hop paths. On a near-Moore graph, where
+    most pairs have one two-hop path, that routing is nearly forced, and where a third of the accelerators
+    carry more bytes it matters where they sit: kimi-k2-288's polarity graph routes in 1.2512 ms as built,
+    1.2356 ms placed (MWU, BENCHMARKS.md). Pairs three or more hops apart (the polarity graph with vertices
+    removed: on kimi-k2-288 4,012 of 82,656 ordered pairs, around the removed vertices) have no forced path;
+    their byte-hops, times `far`, are spread over every link. Without that term the search put the heavier
+    accelerators there as often as anywhere (byte-hops 2.7% above the bound; with it 2.5%, and the time
+    0.0012155 -> 0.0012122 s under the path LP, BENCHMARKS.md). Only for layouts in which every accelerator
+    has the same switch at every port (a relabelling keeps the circuits on their switches); otherwise
+    `wiring` is returned.
 
     Incremental: with W = [not adjacent, not equal] / (common neighbours) and F the demand seen from the
     vertices, the loads are F o A + (F o W) A + A (F o W); a swap changes two rows and two columns of F, so
     each trial costs O(N^2), not O(N^3)."""
+    from scipy.sparse.csgraph import shortest_path
     sop = wiring.layout.switch_of_port
     if not (sop == sop[0]).all() or wiring.accelerators < 4:
         return wiring
@@ -385,18 +391,21 @@ def placed(wiring: Wiring, demand: np.ndarray, seed: int = 0, tries: int = PLACE
     C = A @ A
     W = np.where((A == 0) & ~np.eye(n, dtype=bool) & (C > 0), 1.0 / np.maximum(C, 1.0), 0.0)
     links = A > 0
+    hops = shortest_path(A, unweighted=True)
+    X = far * np.where(np.isfinite(hops) & (hops >= 3), hops, 0.0) / max(int(links.sum()), 1)
     rng = np.random.default_rng(seed)
     perm = np.arange(n)                       # vertex v hosts accelerator perm[v]
     F = demand.astype(np.float64).copy()
     G = F * W
     L = F * A + G @ A + A @ G
+    S = float((F * X).sum())                  # the far pairs' share of every link
     p = PLACE_POWER
 
     def norm(loads: np.ndarray) -> float:
         m = float(loads.max())
         return m * float(np.mean((loads / m) ** p)) ** (1.0 / p) if m > 0 else 0.0
 
-    cur = norm(L[links])
+    cur = norm(L[links] + S)
     for trial in range(tries):
         if trial % 64 == 0 and time.perf_counter() - t0 > time_limit_s:
             break
@@ -421,9 +430,10 @@ def placed(wiring: Wiring, demand: np.ndarray, seed: int = 0, tries: int = PLACE
         dL += np.outer(A[:, a], dG[a]) + np.outer(A[:, b], dG[b])
         dL[:, ab] += A @ K[:, ab]
         L2 = L + dL
-        v = norm(L2[links])
+        S2 = S + float((dF * X).sum())
+        v = norm(L2[links] + S2)
         if v < cur:
-            cur, perm, F, L = v, q, F2, L2
+            cur, perm, F, L, S = v, q, F2, L2, S2
     if (perm == np.arange(n)).all():
         return wiring
     circuits = tuple(Circuit(c.switch, int(perm[c.a]), c.a_port, int(perm[c.b]), c.b_port) for c in wiring.circuits)
