@@ -27,8 +27,8 @@ absolute points of degree q, diameter 2, every two vertices with exactly one com
 as a Singer sum graph: with D a perfect difference set of Z_V, V = q^2 + q + 1 (q + 1 residues whose
 differences are every nonzero residue once; the exponents i of a primitive element a of GF(q^3) whose a^i
 lies in a fixed plane), u ~ v iff u + v is in D. Each s in D pairs u with s - u, a matching that misses only
-s / 2, so colour s is switch s for free. Removals and re-pairing per colour are as above (kimi-k2-288: 18
-ports, q = 17, 19 of 307 vertices removed).
+s / 2, so colour s is switch s for free. Removals and re-pairing per colour are as in `_polarity`
+(kimi-k2-288: 18 ports, q = 17, 19 of 307 vertices removed: a vertex and its neighbours).
 """
 from __future__ import annotations
 
@@ -171,7 +171,43 @@ def near_moore(layout: OCSLayout, seed: int = 0) -> Wiring | None:
     return Wiring(n, layout.ports, assign_ports(layout, pairs, switch_of), layout)
 
 
+def _pair_mending(nodes: list[int], dist: np.ndarray, adj: np.ndarray,
+                  rng: np.random.Generator) -> list[tuple[int, int]]:
+    """Pair `nodes` (non-adjacent pairs only) by a maximum-weight matching whose weights count the pairs three
+    or more hops apart that the new circuit brings within two (a's far partners among b and b's neighbours,
+    and b's among a's); distance breaks ties, then a seeded draw. `adj` and `dist` are updated."""
+    import networkx as nx
+    if len(nodes) < 2:
+        return []
+    far = dist >= 3
+    near = adj.astype(bool) | np.eye(adj.shape[0], dtype=bool)      # each node and its neighbours
+    nodes = np.asarray(nodes, dtype=np.int64)
+    mended = (far[nodes] @ near[nodes].T.astype(np.int64))           # [i, j]: i's far partners j brings near
+    g = nx.Graph()
+    for i in range(len(nodes)):
+        for j in range(i + 1, len(nodes)):
+            a, b = int(nodes[i]), int(nodes[j])
+            if not adj[a, b]:
+                g.add_edge(a, b, weight=float(mended[i, j] + mended[j, i]) + 1e-3 * min(float(dist[a, b]), 9.0)
+                           + 1e-6 * float(rng.random()))
+    out = []
+    for a, b in sorted(tuple(sorted(e)) for e in nx.max_weight_matching(g, maxcardinality=True)):
+        out.append((a, b))
+        adj[a, b] = adj[b, a] = 1
+        np.minimum(dist, dist[:, [a]] + 1 + dist[[b], :], out=dist)
+        np.minimum(dist, dist[:, [b]] + 1 + dist[[a], :], out=dist)
+    return out
+
+
 def _polarity(layout: OCSLayout, seed: int) -> Wiring | None:
+    """The polarity graph less V - N vertices, re-paired per colour by `_pair_mending`. Two ways to remove
+    them, the one whose hop sum over its circuits (a uniform all-to-all's floor) is lower kept: pairwise
+    non-adjacent vertices in a seeded order (each was the one common neighbour of its C(q + 1, 2) neighbours'
+    pairs), and, when V - N >= q + 2, a vertex x with all its neighbours (the rest as before): then every
+    survivor loses one neighbour, and only the pairs on a line through x lose their common neighbour (the
+    pole of that line lies on x's polar line). On kimi-k2-288 (V - N = 19 = q + 2) that leaves 3,430 ordered
+    pairs three hops apart against 4,012 with the non-adjacent removal and furthest-first re-pairing
+    (BENCHMARKS.md)."""
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import shortest_path
     q = polarity_order(layout)
@@ -181,35 +217,56 @@ def _polarity(layout: OCSLayout, seed: int) -> Wiring | None:
     D = singer_difference_set(q)
     u = np.arange(V)
     mate = (D[:, None] - u[None, :]) % V            # mate[c, u]: u's partner on colour c (u itself: none)
-    adj = np.zeros((V, V), np.int8)
+    full = np.zeros((V, V), np.int8)
     for c in range(q + 1):
-        adj[u, mate[c]] = 1
-    np.fill_diagonal(adj, 0)
-    # remove V - n pairwise non-adjacent vertices (no circuit lost twice), in a seeded order
+        full[u, mate[c]] = 1
+    absolute = np.diag(full) > 0
+    np.fill_diagonal(full, 0)
     rng = np.random.default_rng(seed)
-    removed = np.zeros(V, bool)
-    for v in rng.permutation(V):
-        if removed.sum() == V - n:
-            break
-        if not adj[v, removed].any():
-            removed[v] = True
-    if removed.sum() != V - n:
+    order = rng.permutation(V)
+
+    def non_adjacent(removed: np.ndarray) -> np.ndarray | None:
+        # fill up to V - n removed vertices, none adjacent to another removed one (no circuit lost twice)
+        removed = removed.copy()
+        for v in order:
+            if removed.sum() == V - n:
+                return removed
+            if not removed[v] and not full[v, removed].any():
+                removed[v] = True
+        return removed if removed.sum() == V - n else None
+
+    ways = [non_adjacent(np.zeros(V, bool))]
+    if V - n >= q + 2:
+        star = np.zeros(V, bool)
+        x = int(order[~absolute[order]][0])
+        star[x] = True
+        star[full[x] > 0] = True
+        ways.append(non_adjacent(star))
+    best = None
+    for removed in (r for r in ways if r is not None):
+        adj = full.copy()
+        adj[removed, :] = 0
+        adj[:, removed] = 0
+        dist = shortest_path(csr_matrix(adj), unweighted=True)
+        dist[~np.isfinite(dist)] = V
+        dist = dist.astype(np.float32)
+        alive = np.flatnonzero(~removed)
+        edges = {}
+        for c in range(q + 1):
+            ok = ~removed & ~removed[mate[c]] & (mate[c] != u)
+            edges[c] = [(int(a), int(mate[c, a])) for a in np.flatnonzero(ok & (u < mate[c]))]
+            # re-pair who lost its colour-c partner (and the colour's absolute point)
+            edges[c] += _pair_mending([int(v) for v in alive if not ok[v]], dist, adj, rng)
+        # a uniform all-to-all's floor on it: its hop sum over its circuits (a far pair costs a hop, a port
+        # left unpaired a circuit)
+        floor = float(dist[np.ix_(alive, alive)].sum()) / sum(len(e) for e in edges.values())
+        if best is None or floor < best[0]:
+            best = (floor, removed, edges)
+    if best is None:
         return None
-    adj[removed, :] = 0
-    adj[:, removed] = 0
-    dist = shortest_path(csr_matrix(adj), unweighted=True)
-    dist[~np.isfinite(dist)] = V
-    dist = dist.astype(np.float32)
-    alive = np.flatnonzero(~removed)
-    cls = np.zeros(V, np.int64)
-    edges = {}
-    for c in range(q + 1):
-        ok = ~removed & ~removed[mate[c]] & (mate[c] != u)
-        edges[c] = [(int(a), int(mate[c, a])) for a in np.flatnonzero(ok & (u < mate[c]))]
-        # re-pair who lost its colour-c partner (and the colour's absolute point), furthest first
-        edges[c] += _pair_furthest([int(v) for v in alive if not ok[v]], dist, adj, cls, rng)
+    _, removed, edges = best
     ids = -np.ones(V, np.int64)
-    ids[alive] = np.arange(n)
+    ids[~removed] = np.arange(n)
     pairs = [(int(ids[a]), int(ids[b])) for c in range(q + 1) for a, b in edges[c]]
     switch_of = [c for c in range(q + 1) for _ in edges[c]]
     return Wiring(n, layout.ports, assign_ports(layout, pairs, switch_of), layout)

@@ -1137,6 +1137,18 @@ def test_near_moore_wiring_from_the_polarity_graph():
         assert nx.is_isomorphic(nx.Graph(res.artifact.to_networkx()), nx.Graph(built.to_networkx()))
 
 
+
+def test_the_polarity_graph_loses_a_vertex_with_its_neighbours_and_mends_the_pairs_apart():
+    from scipy.sparse.csgraph import shortest_path
+    from solvers.structured import near_moore
+    # V - N = q + 2: a vertex and its q + 1 neighbours go; every survivor loses one neighbour, the freed ports
+    # are paired to bring the most pairs within two hops. Before: 184 and 4,012 ordered pairs three hops
+    # apart, some ports idle
+    for n, ports, most in ((48, 8, 130), (288, 18, 3500)):
+        w = near_moore(OCSLayout.uniform(n, ports))
+        assert not wiring_violations(w) and (w.degree() == ports).all()
+        assert (shortest_path(w.adjacency() > 0, unweighted=True) >= 3).sum() <= most
+
 def test_placing_skewed_demand_on_a_near_moore_wiring_evens_its_two_hop_loads():
     from solvers.structured import near_moore, placed
 
