@@ -283,8 +283,11 @@ def test_search_takes_the_relay_vees_where_they_are_faster(monkeypatch):
     than what the search finds without it."""
     import solvers
     prob, _ = tp_beside_alltoall()
-    res = wire(prob, "search", SolveParams(time_limit_s=6.0, seed=0))
-    assert res.extra["start"] == "relay vees" and wiring_violations(res.artifact) == []
+    # what the solve said goes into the failure's message: once in seven full runs the answer was the heavy
+    # pairs, never in isolation or under load on both cores
+    said: list[str] = []
+    res = wire(prob, "search", SolveParams(time_limit_s=6.0, seed=0, progress=said.append))
+    assert res.extra["start"] == "relay vees" and wiring_violations(res.artifact) == [], "\n".join(said)
     monkeypatch.setattr(solvers, "relay_vees", lambda *a, **k: None)
     without = wire(prob, "search", SolveParams(time_limit_s=6.0, seed=0))
     assert without.extra["start"] != "relay vees" and res.objective < 0.99 * without.objective
