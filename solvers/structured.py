@@ -428,12 +428,12 @@ def placed(wiring: Wiring, demand: np.ndarray, seed: int = 0, tries: int = PLACE
     most pairs have one two-hop path, that routing is nearly forced, and where a third of the accelerators
     carry more bytes it matters where they sit: kimi-k2-288's polarity graph routes in 1.2512 ms as built,
     1.2356 ms placed (MWU, BENCHMARKS.md). Pairs three or more hops apart (the polarity graph with vertices
-    removed: on kimi-k2-288 4,012 of 82,656 ordered pairs, around the removed vertices) have no forced path;
-    their byte-hops, times `far`, are spread over every link. Without that term the search put the heavier
-    accelerators there as often as anywhere (byte-hops 2.7% above the bound; with it 2.5%, and the time
-    0.0012155 -> 0.0012122 s under the path LP, BENCHMARKS.md). Only for layouts in which every accelerator
-    has the same switch at every port (a relabelling keeps the circuits on their switches); otherwise
-    `wiring` is returned.
+    removed: on kimi-k2-288 3,430 of 82,656 ordered pairs) have no forced path; their byte-hops, times `far`,
+    are spread over every link. Without that term the search put the heavier accelerators on them as often
+    as anywhere (on the graph of non-adjacent removals, 4,012 such pairs: byte-hops 2.7% above the bound,
+    with it 2.5%, and the time 0.0012155 -> 0.0012122 s under the path LP, BENCHMARKS.md). Only for layouts
+    in which every accelerator has the same switch at every port (a relabelling keeps the circuits on their
+    switches); otherwise `wiring` is returned.
 
     Incremental: with W = [not adjacent, not equal] / (common neighbours) and F the demand seen from the
     vertices, the loads are F o A + (F o W) A + A (F o W); a swap changes two rows and two columns of F, so
