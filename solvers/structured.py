@@ -171,28 +171,43 @@ def near_moore(layout: OCSLayout, seed: int = 0) -> Wiring | None:
     return Wiring(n, layout.ports, assign_ports(layout, pairs, switch_of), layout)
 
 
+MENDING_EXACT_MAX = 40    # nodes up to which `_pair_mending` solves its matching exactly (networkx's blossom is
+                          # pure Python: the polarity graph took 0.3 s at 288 accelerators, 5.2 s at 931)
+
+
 def _pair_mending(nodes: list[int], dist: np.ndarray, adj: np.ndarray,
                   rng: np.random.Generator) -> list[tuple[int, int]]:
     """Pair `nodes` (non-adjacent pairs only) by a maximum-weight matching whose weights count the pairs three
     or more hops apart that the new circuit brings within two (a's far partners among b and b's neighbours,
-    and b's among a's); distance breaks ties, then a seeded draw. `adj` and `dist` are updated."""
+    and b's among a's); distance breaks ties, then a seeded draw. Exact (networkx, most pairs first) up to
+    MENDING_EXACT_MAX nodes, greedy by weight beyond (931 accelerators on 32 ports: 44,968 far pairs against
+    the exact 44,266 and furthest-first's 46,792; 1.4 s against 5.2 s and 1.1 s). `adj` and `dist` are
+    updated."""
     import networkx as nx
     if len(nodes) < 2:
         return []
     far = dist >= 3
     near = adj.astype(bool) | np.eye(adj.shape[0], dtype=bool)      # each node and its neighbours
     nodes = np.asarray(nodes, dtype=np.int64)
-    mended = (far[nodes] @ near[nodes].T.astype(np.int64))           # [i, j]: i's far partners j brings near
-    g = nx.Graph()
-    for i in range(len(nodes)):
-        for j in range(i + 1, len(nodes)):
-            a, b = int(nodes[i]), int(nodes[j])
-            if not adj[a, b]:
-                g.add_edge(a, b, weight=float(mended[i, j] + mended[j, i]) + 1e-3 * min(float(dist[a, b]), 9.0)
-                           + 1e-6 * float(rng.random()))
-    out = []
-    for a, b in sorted(tuple(sorted(e)) for e in nx.max_weight_matching(g, maxcardinality=True)):
-        out.append((a, b))
+    k = nodes.size
+    mended = far[nodes] @ near[nodes].T.astype(np.int64)             # [i, j]: i's far partners j brings near
+    i, j = np.triu_indices(k, 1)
+    keep = adj[nodes[i], nodes[j]] == 0
+    i, j = i[keep], j[keep]
+    weight = (mended[i, j] + mended[j, i]) + 1e-3 * np.minimum(dist[nodes[i], nodes[j]].astype(np.float64), 9.0) \
+        + 1e-6 * rng.random(i.size)
+    if k <= MENDING_EXACT_MAX:
+        g = nx.Graph()
+        g.add_weighted_edges_from(zip(i.tolist(), j.tolist(), weight.tolist()))
+        chosen = [tuple(sorted(e)) for e in nx.max_weight_matching(g, maxcardinality=True)]
+    else:
+        free, chosen = np.ones(k, bool), []
+        for e in np.argsort(-weight, kind="stable"):
+            if free[i[e]] and free[j[e]]:
+                free[i[e]] = free[j[e]] = False
+                chosen.append((int(i[e]), int(j[e])))
+    out = sorted((int(nodes[x]), int(nodes[y])) for x, y in chosen)
+    for a, b in out:
         adj[a, b] = adj[b, a] = 1
         np.minimum(dist, dist[:, [a]] + 1 + dist[[b], :], out=dist)
         np.minimum(dist, dist[:, [b]] + 1 + dist[[a], :], out=dist)

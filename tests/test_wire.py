@@ -1149,6 +1149,16 @@ def test_the_polarity_graph_loses_a_vertex_with_its_neighbours_and_mends_the_pai
         assert (shortest_path(w.adjacency() > 0, unweighted=True) >= 3).sum() <= most
 
 
+def test_the_mending_matching_is_greedy_on_many_nodes(monkeypatch):
+    import solvers.structured as st
+    from scipy.sparse.csgraph import shortest_path
+    monkeypatch.setattr(st, "MENDING_EXACT_MAX", 0)        # every colour greedy: a few ports may stay idle
+    for n, ports, most in ((48, 8, 150), (288, 18, 3550)):
+        w = st.near_moore(OCSLayout.uniform(n, ports))
+        assert not wiring_violations(w) and w.degree().sum() >= n * ports - 10
+        assert (shortest_path(w.adjacency() > 0, unweighted=True) >= 3).sum() <= most     # 138 and 3,470
+
+
 def test_placing_skewed_demand_on_a_near_moore_wiring_evens_its_two_hop_loads():
     from solvers.structured import near_moore, placed
 
