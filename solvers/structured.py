@@ -114,10 +114,15 @@ def _pair_furthest(nodes: list[int], dist: np.ndarray, adj: np.ndarray, cls: np.
         free[j] = False
         w = int(left[j])
         out.append((int(v), w))
-        adj[v, w] = adj[w, v] = 1
-        np.minimum(dist, dist[:, [v]] + 1 + dist[[w], :], out=dist)
-        np.minimum(dist, dist[:, [w]] + 1 + dist[[v], :], out=dist)
+        _join(adj, dist, int(v), w)
     return out
+
+
+def _join(adj: np.ndarray, dist: np.ndarray, a: int, b: int) -> None:
+    """Add the circuit a - b to `adj` and shorten `dist` through it (distances only shrink)."""
+    adj[a, b] = adj[b, a] = 1
+    np.minimum(dist, dist[:, [a]] + 1 + dist[[b], :], out=dist)
+    np.minimum(dist, dist[:, [b]] + 1 + dist[[a], :], out=dist)
 
 
 def near_moore(layout: OCSLayout, seed: int = 0) -> Wiring | None:
@@ -208,9 +213,7 @@ def _pair_mending(nodes: list[int], dist: np.ndarray, adj: np.ndarray,
                 chosen.append((int(i[e]), int(j[e])))
     out = sorted((int(nodes[x]), int(nodes[y])) for x, y in chosen)
     for a, b in out:
-        adj[a, b] = adj[b, a] = 1
-        np.minimum(dist, dist[:, [a]] + 1 + dist[[b], :], out=dist)
-        np.minimum(dist, dist[:, [b]] + 1 + dist[[a], :], out=dist)
+        _join(adj, dist, a, b)
     return out
 
 
