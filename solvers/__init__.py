@@ -61,6 +61,7 @@ PLACE_SHARE = 0.1     # of the time limit at most, for placing skewed demand on 
 VEE_SHARE = 0.2       # of the time limit at most, for the relay V's: three k's built and ranked, one coloured (deepseek-v3-144 TP 4: 10 s)
 UNIFORM_CV = 0.1       # demand spread up to which the geometric near-Moore starts are offered (_near_uniform)
 SCORED_STARTS_MAX = 256   # accelerators up to which the search's starts are ranked by a routing, beyond by byte-hops
+REPLICA_SCORE_SHARE = 0.25   # of the clock left, held back to score a replicated wiring under the step objective
 SEED_FROM = 16         # exact solves above this many accelerators start from the search's wiring (_seeded)
 BOUND_SHARE = 0.25     # of the time limit, for the LP relaxation's bound (solved once per problem)
 EXACT_MIN_S = 1.0      # left of the clock after the seeding search for an exact model to run at all
@@ -529,15 +530,24 @@ def identical_groups(problem: WiringProblem) -> list[np.ndarray] | None:
     return groups if len(first) > 1 else None
 
 
-def _replicated(problem: WiringProblem, solver: str, params: SolveParams, groups: list[np.ndarray]) -> SolveResult | None:
-    """Wire one group and copy its circuits (same switches and ports) onto every other group."""
+def _replicated(problem: WiringProblem, solver: str, params: SolveParams, groups: list[np.ndarray],
+                t0: float) -> SolveResult | None:
+    """Wire one group and copy its circuits (same switches and ports) onto every other group, within the clock
+    left since `t0` (the whole's bound came first). The groups share no circuit, so the whole routes as each
+    group does: its time and phases objectives are the group's, its byte-hops the group's times the groups',
+    and only the step objective (the evaluator's model of the whole deployment) is scored again, on
+    REPLICA_SCORE_SHARE of the clock held back from the group's solve (moe5t on 1,152 accelerators, two EP
+    groups of 576, 60 s: 82.6 s when the group had the whole clock and the copy was routed again)."""
+    from dataclasses import replace
+
     from synth.model import Circuit, OCSLayout
     from synth.verify import wiring_violations
-    t0 = time.perf_counter()
     g0 = groups[0]
     lay = problem.layout
     sub = problem.restricted(g0, OCSLayout(lay.switch_of_port[g0], lay.switch_radix))
-    res = wire(sub, solver, params)
+    left = params.time_limit_s - (time.perf_counter() - t0)
+    score_s = max(2.0, REPLICA_SCORE_SHARE * left) if problem.objective == "step" else 0.0
+    res = wire(sub, solver, replace(params, time_limit_s=max(1.0, left - score_s)))
     if res.artifact is None:
         return None
     circuits = tuple(Circuit(c.switch, int(g[c.a]), c.a_port, int(g[c.b]), c.b_port)
@@ -548,9 +558,13 @@ def _replicated(problem: WiringProblem, solver: str, params: SolveParams, groups
     extra = {**{k: v for k, v in res.extra.items() if k not in ("bounds", "routing")},
              "symmetry": f"{len(groups)} identical groups of {len(g0)} accelerators, wired once",
              "group_solver": res.solver, "group_status": res.status.value}
+    score = None
+    if problem.objective != "step" and res.objective is not None and np.isfinite(res.objective):
+        times = len(groups) if problem.objective == "hops" else 1
+        score = (res.objective * times, f"{res.extra.get('routing', 'best')} (one group's, copied)")
     # The status comes from the whole problem's bound: a group's proven optimum is optimal among wirings
     # without circuits between groups, not necessarily overall (another group's accelerators could relay).
-    return _result(problem, res.solver, w, params, t0, res.limit, extra, score_s=max(2.0, params.time_limit_s / 4))
+    return _result(problem, res.solver, w, params, t0, res.limit, extra, score_s=score_s, score=score)
 
 
 def _expander_instead(problem: WiringProblem, params: SolveParams, t0: float, solver: str, version: str,
@@ -648,19 +662,23 @@ def _searched(problem: WiringProblem, params: SolveParams, t0: float, name: str,
     """`_search_from` after its starts: the search from the best (and beside it the relay hubs or the best
     other start), the wirings scored aside when they are better."""
     rival, pinned, other = None, heavy[1] if name == "heavy pairs" else None, None
-    if aside_scores:
-        k = min(aside_scores, key=lambda a: aside_scores[a][0])
-        rival = (k, aside[k], aside_scores[k], states[k])
-    if rival is not None and rival[0] == "relay hubs" and score is not None and rival[2][0] < score[0]:
+    hubs = aside_scores.get("relay hubs")
+    if hubs is not None and score is not None and hubs[0] < score[0]:
         # the hubs beat every start as built: searched too, their circuits pinned (the moves rewire the busy
         # accelerators' own circuits; unpinned, the hop-count proxy moves hub circuits onto busy pairs).
-        # deepseek-v3-pd-96, 60 s: 0.0038194 -> 0.0038001 s (its searched expander: 0.00427 s)
+        # deepseek-v3-pd-96, 60 s: 0.0038194 -> 0.0038001 s (its searched expander: 0.00427 s). So also where
+        # the placed near-Moore wiring beat them as built, and stays the rival (40 accelerators on 6 ports, 8 of
+        # them idle: 0.00034302 s as built, the searched hubs 0.00034284 s)
         hub = hub_mask(problem.traffic.bytes_)
-        other = (*rival[:3], _pairs_of(c for c in rival[1].circuits if hub[c.a] or hub[c.b]))
+        other = ("relay hubs", aside["relay hubs"], hubs,
+                 _pairs_of(c for c in aside["relay hubs"].circuits if hub[c.a] or hub[c.b]))
         _say(params, f"relay hubs beat the starts: searching from {name} and from them ({len(other[3])} hub pairs "
                      "pinned)")
-        rival = None
-    elif name == start_name == "coupled groups" and len(scored) > 1:
+    rest = {k: v for k, v in aside_scores.items() if other is None or k != "relay hubs"}
+    if rest:
+        k = min(rest, key=lambda a: rest[a][0])
+        rival = (k, aside[k], rest[k], states[k])
+    if other is None and name == start_name == "coupled groups" and len(scored) > 1:
         # its groups are each wired whole, which the moves rarely improve: the best other start is searched
         # beside it. TP groups of 4 beside an all-to-all on 20 accelerators (phases, 8 s, 60 moves): the coupled
         # groups' wiring starts at 0.000325 s and stays there, TopoOpt-style's searched reaches 0.000304 s
@@ -805,7 +823,7 @@ def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResu
                                 params, t0, "Ctrl-C while bounding", lambda k: {"incumbent": k})
         groups = identical_groups(problem)
         if groups is not None:
-            res = _replicated(problem, solver, params, groups)
+            res = _replicated(problem, solver, params, groups, t0)
             if res is not None:
                 return res
     if solver == "auto" and problem.objective == "step" and problem.accelerators <= 16:

@@ -29,6 +29,15 @@ differences are every nonzero residue once; the exponents i of a primitive eleme
 lies in a fixed plane), u ~ v iff u + v is in D. Each s in D pairs u with s - u, a matching that misses only
 s / 2, so colour s is switch s for free. Removals and re-pairing per colour are as in `_polarity`
 (kimi-k2-288: 18 ports, q = 17, 19 of 307 vertices removed: a vertex and its neighbours).
+
+The polarity graph of a larger plane serves p < q + 1 ports too: any p of its colours (p elements of D) form a
+p-regular subgraph, still C4-free, so every vertex has the Moore count p + p (p - 1) within two hops but for
+its triangles. With removals below V and growth above it (`_grown`: each new vertex takes a circuit out of
+every colour), that gives a near-Moore start for most N up to POLARITY_MAX_RATIO p^2 (18 ports: 273-780 and
+813-1,053). A uniform all-to-all on 18 ports, average distance against the Moore bound's and the random
+expander's: 384 accelerators 2.147 (Moore 2.107, expander 2.381), 512 2.370 (2.331, 2.493), 700 2.534
+(2.511, 2.604); `ocs-synth wire` at 60 s: 384 and 512 accelerators 2.28% and 1.79% above the bound where the
+search from the expander ended at 7.27% and 3.65% (BENCHMARKS.md).
 """
 from __future__ import annotations
 
@@ -40,6 +49,12 @@ from synth.model import Circuit, OCSLayout, Wiring
 from synth.realize import assign_ports
 
 MAX_REMOVED_PER_Q = 2     # remove at most 2q of the 2q^2 vertices: beyond that the geometry is mostly gone
+MAX_ADDED_SHARE = 1.0    # the polarity graph grown by up to this share of its vertices (`_grown`)
+POLARITY_MAX_RATIO = 3.25  # N / p^2 up to which it is built: beyond, three and more hops dominate, where a random
+                           # graph does as well (8 ports on 300: average distance 3.09 against the expander's 2.99;
+                           # 18 on 1,050: 2.712 against 2.723; 18 on 700: 2.534 against 2.604)
+MENDING_WORK_MAX = 2.5e9  # colours x (vertices added or removed) x N^2 up to which the polarity graph is built: its
+                          # re-pairing updates N x N distances per circuit, ~1 s per 1e9 (18 ports, 740: 3.2 s)
 
 
 def _is_prime(q: int) -> bool:
@@ -59,15 +74,23 @@ def biaffine_order(layout: OCSLayout) -> int | None:
 
 
 def polarity_order(layout: OCSLayout) -> int | None:
-    """The prime q that fits `layout` for the polarity graph (uniform, p = q + 1 ports,
-    q^2 - q + 1 <= N <= q^2 + q + 1, every switch can take N / 2 circuits), else None."""
+    """The prime q whose polarity graph fits `layout` (uniform, p <= q + 1 ports of which it uses p colours,
+    V = q^2 + q + 1 with V - 2q <= N <= V + MAX_ADDED_SHARE V, every switch can take N / 2 circuits), else
+    None; of two that fit, the one needing fewer vertices added or removed. Where p < q + 1 the graph keeps
+    p of its q + 1 colours, a C4-free p-regular graph (p + p (p - 1) accelerators within two hops, the Moore
+    count) near any such V (18 ports: 273-341, 343-419, 507-599, ... accelerators)."""
     n, p = layout.accelerators, layout.ports
-    q = p - 1
-    if not layout.is_uniform() or not _is_prime(q) or q < 5:
+    if not layout.is_uniform() or p < 6 or min(layout.switch_radix) < n or n > POLARITY_MAX_RATIO * p * p:
         return None
-    if not (q * q + q + 1 - MAX_REMOVED_PER_Q * q <= n <= q * q + q + 1) or min(layout.switch_radix) < n:
-        return None
-    return q
+    fits = []
+    q = max(5, p - 1)
+    while q * q - q + 1 <= n:
+        V = q * q + q + 1
+        if _is_prime(q) and V - MAX_REMOVED_PER_Q * q <= n <= V * (1 + MAX_ADDED_SHARE) \
+                and p * (abs(n - V) + 1) * n * n <= MENDING_WORK_MAX:
+            fits.append((abs(n - V), q))
+        q += 1
+    return min(fits)[1] if fits else None
 
 
 def singer_difference_set(q: int) -> np.ndarray:
@@ -118,6 +141,25 @@ def _pair_furthest(nodes: list[int], dist: np.ndarray, adj: np.ndarray, cls: np.
     return out
 
 
+def _distances(adj: np.ndarray) -> np.ndarray:
+    """Hop distances of the graph `adj` (float32; the vertex count where there is no path)."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import shortest_path
+    dist = shortest_path(csr_matrix(adj), unweighted=True)
+    dist[~np.isfinite(dist)] = adj.shape[0]
+    return dist.astype(np.float32)
+
+
+def _graph(n: int, edges: dict[int, list[tuple[int, int]]]) -> tuple[np.ndarray, np.ndarray]:
+    """The adjacency (int8) of the circuits `edges` ({colour: pairs}) on n vertices, and its `_distances`."""
+    adj = np.zeros((n, n), np.int8)
+    for pairs in edges.values():
+        if pairs:
+            a, b = np.array(pairs, dtype=np.int64).T
+            adj[a, b] = adj[b, a] = 1
+    return adj, _distances(adj)
+
+
 def _join(adj: np.ndarray, dist: np.ndarray, a: int, b: int) -> None:
     """Add the circuit a - b to `adj` and shorten `dist` through it (distances only shrink)."""
     adj[a, b] = adj[b, a] = 1
@@ -126,12 +168,20 @@ def _join(adj: np.ndarray, dist: np.ndarray, a: int, b: int) -> None:
 
 
 def near_moore(layout: OCSLayout, seed: int = 0) -> Wiring | None:
-    """The biaffine-plane or polarity-graph wiring of the module doc for `layout`, or None when neither fits."""
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import shortest_path
+    """The biaffine-plane or polarity-graph wiring of the module doc for `layout`, the one with the lower hop
+    sum when both fit (18 ports: 544-578 accelerators, where moe5t-576 keeps the biaffine plane's, 2.420
+    against 2.435 hops on average), or None when neither fits."""
+    built = [w for w in (_biaffine(layout, seed), _polarity(layout, seed)) if w is not None]
+    if len(built) < 2:
+        return built[0] if built else None
+    return min(built, key=lambda w: _distances(w.adjacency() > 0).sum())
+
+
+def _biaffine(layout: OCSLayout, seed: int = 0) -> Wiring | None:
+    """The biaffine plane of the module doc less 2q^2 - N vertices, or None when it does not fit."""
     q = biaffine_order(layout)
     if q is None:
-        return _polarity(layout, seed)
+        return None
     n = layout.accelerators
     V = 2 * q * q
     # vertex ids: point (x, y) -> x q + y, line [m, b] -> q^2 + m q + b
@@ -155,13 +205,7 @@ def near_moore(layout: OCSLayout, seed: int = 0) -> Wiring | None:
     removed[rm_pts + rm_lns] = True
     keep = ~(removed[pt] | removed[ln])
     edges = {c: list(zip(pt[keep & (colour == c)].tolist(), ln[keep & (colour == c)].tolist())) for c in range(q)}
-    adj = np.zeros((V, V), np.int8)
-    for c in range(q):
-        for a, b_ in edges[c]:
-            adj[a, b_] = adj[b_, a] = 1
-    dist = shortest_path(csr_matrix(adj), unweighted=True)
-    dist[~np.isfinite(dist)] = V
-    dist = dist.astype(np.float32)
+    adj, dist = _graph(V, edges)
     alive = np.flatnonzero(~removed)
     cls = np.concatenate([np.arange(q * q) // q, q + np.arange(q * q) // q])   # x of a point, q + slope of a line
     rng = np.random.default_rng(seed)
@@ -211,6 +255,17 @@ def _pair_mending(nodes: list[int], dist: np.ndarray, adj: np.ndarray,
             if free[i[e]] and free[j[e]]:
                 free[i[e]] = free[j[e]] = False
                 chosen.append((int(i[e]), int(j[e])))
+        # two left over (adjacent to each other, or their partners taken): each takes an end of a chosen pair
+        left = np.flatnonzero(free).tolist()
+        apart = adj[np.ix_(nodes, nodes)] == 0
+        while len(left) >= 2:
+            x, y = left.pop(), left.pop()
+            for e, (a, b) in enumerate(chosen):
+                if apart[x, a] and apart[y, b] or apart[x, b] and apart[y, a]:
+                    a, b = (a, b) if apart[x, a] and apart[y, b] else (b, a)
+                    chosen[e] = (x, a)
+                    chosen.append((y, b))
+                    break
     out = sorted((int(nodes[x]), int(nodes[y])) for x, y in chosen)
     for a, b in out:
         _join(adj, dist, a, b)
@@ -226,21 +281,21 @@ def _polarity(layout: OCSLayout, seed: int) -> Wiring | None:
     pole of that line lies on x's polar line). On kimi-k2-288 (V - N = 19 = q + 2) that leaves 3,430 ordered
     pairs three hops apart against 4,012 with the non-adjacent removal and furthest-first re-pairing
     (BENCHMARKS.md)."""
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import shortest_path
     q = polarity_order(layout)
     if q is None:
         return None
     n, V = layout.accelerators, q * q + q + 1
-    D = singer_difference_set(q)
+    D = singer_difference_set(q)[:layout.ports]   # p of its q + 1 colours: any p keep it C4-free
     u = np.arange(V)
     mate = (D[:, None] - u[None, :]) % V            # mate[c, u]: u's partner on colour c (u itself: none)
     full = np.zeros((V, V), np.int8)
-    for c in range(q + 1):
+    for c in range(D.size):
         full[u, mate[c]] = 1
     absolute = np.diag(full) > 0
     np.fill_diagonal(full, 0)
     rng = np.random.default_rng(seed)
+    if n > V:
+        return _wiring_of(layout, _grown(mate, n, rng))
     order = rng.permutation(V)
 
     def non_adjacent(removed: np.ndarray) -> np.ndarray | None:
@@ -254,7 +309,7 @@ def _polarity(layout: OCSLayout, seed: int) -> Wiring | None:
         return removed if removed.sum() == V - n else None
 
     ways = [non_adjacent(np.zeros(V, bool))]
-    if V - n >= q + 2:
+    if V - n >= D.size + 1:
         star = np.zeros(V, bool)
         x = int(order[~absolute[order]][0])
         star[x] = True
@@ -265,12 +320,10 @@ def _polarity(layout: OCSLayout, seed: int) -> Wiring | None:
         adj = full.copy()
         adj[removed, :] = 0
         adj[:, removed] = 0
-        dist = shortest_path(csr_matrix(adj), unweighted=True)
-        dist[~np.isfinite(dist)] = V
-        dist = dist.astype(np.float32)
+        dist = _distances(adj)
         alive = np.flatnonzero(~removed)
         edges = {}
-        for c in range(q + 1):
+        for c in range(D.size):
             ok = ~removed & ~removed[mate[c]] & (mate[c] != u)
             edges[c] = [(int(a), int(mate[c, a])) for a in np.flatnonzero(ok & (u < mate[c]))]
             # re-pair who lost its colour-c partner (and the colour's absolute point)
@@ -285,9 +338,52 @@ def _polarity(layout: OCSLayout, seed: int) -> Wiring | None:
     _, removed, edges = best
     ids = -np.ones(V, np.int64)
     ids[~removed] = np.arange(n)
-    pairs = [(int(ids[a]), int(ids[b])) for c in range(q + 1) for a, b in edges[c]]
-    switch_of = [c for c in range(q + 1) for _ in edges[c]]
-    return Wiring(n, layout.ports, assign_ports(layout, pairs, switch_of), layout)
+    return _wiring_of(layout, {c: [(int(ids[a]), int(ids[b])) for a, b in e] for c, e in edges.items()})
+
+
+def _wiring_of(layout: OCSLayout, edges: dict[int, list[tuple[int, int]]]) -> Wiring:
+    """The wiring whose switch c holds the circuits `edges[c]`."""
+    pairs = [e for c in sorted(edges) for e in edges[c]]
+    switch_of = [c for c in sorted(edges) for _ in edges[c]]
+    return Wiring(layout.accelerators, layout.ports, assign_ports(layout, pairs, switch_of), layout)
+
+
+def _grown(mate: np.ndarray, n: int, rng: np.random.Generator) -> dict[int, list[tuple[int, int]]]:
+    """The polarity graph's colours (`mate[c, u]`: u's partner on colour c, u itself for the colour's
+    absolute point) on V vertices grown to n > V: on each colour, (n - V + 1) / 2 of its circuits are taken
+    out, those whose ends lost the fewest so far (a seeded draw among equals), and the new vertices, the
+    colour's absolute point and those ends are paired by `_pair_mending`. The old vertices keep a C4-free
+    graph but for the circuits re-paired; each new vertex gets a partner per colour. Returns {colour:
+    circuits}."""
+    P, V = mate.shape
+    u = np.arange(V)
+    split = np.zeros(V, np.int64)            # circuits each old vertex has lost so far
+    kept = {}
+    for c in range(P):
+        a = np.flatnonzero(u < mate[c])
+        b = mate[c, a]
+        out = np.argsort(split[a] + split[b] + rng.random(a.size), kind="stable")[:(n - V + 1) // 2]
+        split[a[out]] += 1
+        split[b[out]] += 1
+        stay = np.ones(a.size, bool)
+        stay[out] = False
+        kept[c] = list(zip(a[stay].tolist(), b[stay].tolist()))
+    adj, dist = _graph(n, kept)
+    edges = {}
+    missing = np.zeros(n, np.int64)          # colours each vertex has no circuit on so far
+    for c in range(P):
+        paired = np.zeros(n, bool)
+        for x, y in kept[c]:
+            paired[x] = paired[y] = True
+        free = np.flatnonzero(~paired)
+        if free.size % 2:   # n odd: one vertex per colour stays out, the one left out of the fewest so far
+            out = free[np.argmin(missing[free] + 0.5 * rng.random(free.size))]
+            free = free[free != out]
+        edges[c] = kept[c] + _pair_mending(free.tolist(), dist, adj, rng)
+        for x, y in edges[c]:
+            paired[x] = paired[y] = True
+        missing[~paired] += 1
+    return edges
 
 
 HUB_SHARE = 0.25   # accelerators whose busier direction carries at most this share of the busiest one's are hubs
