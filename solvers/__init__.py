@@ -55,6 +55,7 @@ COUPLED_SHARE = 0.25   # of the time limit, for wiring one of the coupled groups
 HUB_TRIES = 32        # relay-hubs and heavy-pairs draws, the one with the fewest byte-hops is the candidate
 ASIDE_SHARE = 0.25    # of the time limit, for scoring exactly the wirings offered beside the search
 START_SHARE = 0.3     # of the time limit at most, for scoring the search's starts (a tenth each)
+RIVAL_CLOSE = 0.03     # wirings scored beside the search this close to the best, their routing unfinished: ranked by floor
 QUICK_SHARE = 0.04    # of the time limit, for ranking two searched wirings by a short routing
 MIN_SCORE_S = 0.5     # the shortest clock a wiring is scored on (ECMP first, then the multi-path routing)
 PLACE_SHARE = 0.1     # of the time limit at most, for placing skewed demand on the near-Moore wiring
@@ -349,7 +350,7 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
     # rest unless the searched wiring beat it (kimi-k2-288 with TP 4, phases, 60 s: the relay V's 0.000541 s
     # after their 7.5 s beside the search, 0.000532 s after the rest)
     halve = rival is not None and (start_score is None or start_score[0] >= rival[2][0]) and _resumable(rival[3]) \
-        and ("mwu (" in rival[2][1] or "unconverged" in rival[2][1])
+        and _unsettled(rival[2])
     _say(params, f"scoring the searched wiring (best routing, {score_s / (2 if halve else 1):.0f} s)")
     res = _result(problem, name, w, params, t0, limit,
                   {**(extra or {}), "moves_tried": tried, "moves_kept": kept},
@@ -364,6 +365,27 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
                       {**(extra or {}), **kept_as, "moves_tried": tried, "moves_kept": kept, "kept_start": True},
                       score=start_score)
     return res
+
+
+def _rival(problem: WiringProblem, aside: dict[str, Wiring], scores: dict[str, tuple[float, str]],
+           states: dict[str, dict]) -> tuple:
+    """`_search`'s rival among the wirings scored beside it: (name, wiring, score, MWU state) of the fastest as
+    scored, unless others within RIVAL_CLOSE of it also had their routing stop on the clock: then the lowest
+    floor of those, whose routing goes on (kimi-k2-288 with TP 4 under phases, 60 s: the placed near-Moore
+    wiring scored 0.000548743 s and the relay V's 0.000552034 s, floors 0.000458 and 0.000427 s; routed 25 s,
+    0.000546 and 0.000528 s; the answer was the near-Moore wiring, 0.000546 s, where the V's give 0.000533)."""
+    k = min(scores, key=lambda a: scores[a][0])
+    near = [a for a in scores if _unsettled(scores[a]) and _resumable(states[a])
+            and scores[a][0] <= scores[k][0] * (1 + RIVAL_CLOSE)]
+    if k in near and len(near) > 1:
+        k = min(near, key=lambda a: problem.time_floor(aside[a]))
+    return k, aside[k], scores[k], states[k]
+
+
+def _unsettled(score: tuple[float, str]) -> bool:
+    """Whether a wiring's (time, routing) came from a routing that stopped on the clock: MWU's answer, or a
+    PDLP path LP short of convergence."""
+    return "mwu (" in score[1] or "unconverged" in score[1]
 
 
 def _resumable(state: dict | None) -> bool:
@@ -676,8 +698,7 @@ def _searched(problem: WiringProblem, params: SolveParams, t0: float, name: str,
                      "pinned)")
     rest = {k: v for k, v in aside_scores.items() if other is None or k != "relay hubs"}
     if rest:
-        k = min(rest, key=lambda a: rest[a][0])
-        rival = (k, aside[k], rest[k], states[k])
+        rival = _rival(problem, aside, rest, states)
     if other is None and name == start_name == "coupled groups" and len(scored) > 1:
         # its groups are each wired whole, which the moves rarely improve: the best other start is searched
         # beside it. TP groups of 4 beside an all-to-all on 20 accelerators (phases, 8 s, 60 moves): the coupled

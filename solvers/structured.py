@@ -33,7 +33,7 @@ s / 2, so colour s is switch s for free. Removals and re-pairing per colour are 
 The polarity graph of a larger plane serves p < q + 1 ports too: any p of its colours (p elements of D) form a
 p-regular subgraph, still C4-free, so every vertex has the Moore count p + p (p - 1) within two hops but for
 its triangles. With removals below V and growth above it (`_grown`: each new vertex takes a circuit out of
-every colour), that gives a near-Moore start for most N up to POLARITY_MAX_RATIO p^2 (18 ports: 273-780 and
+every colour), that gives a near-Moore start for most N up to POLARITY_MAX_RATIO p^2 (18 ports: 154-780 and
 813-1,053). A uniform all-to-all on 18 ports, average distance against the Moore bound's and the random
 expander's: 384 accelerators 2.147 (Moore 2.107, expander 2.381), 512 2.370 (2.331, 2.493), 700 2.534
 (2.511, 2.604); `ocs-synth wire` at 60 s: 384 and 512 accelerators 2.28% and 1.79% above the bound where the
@@ -50,6 +50,7 @@ from synth.realize import assign_ports
 
 MAX_REMOVED_PER_Q = 2     # remove at most 2q of the 2q^2 vertices: beyond that the geometry is mostly gone
 MAX_ADDED_SHARE = 1.0    # the polarity graph grown by up to this share of its vertices (`_grown`)
+MAX_REMOVED_SHARE = 0.5  # or trimmed by up to this share (18 ports, 180 of 307 left: 1.919 hops on average, Moore 1.899)
 POLARITY_MAX_RATIO = 3.25  # N / p^2 up to which it is built: beyond, three and more hops dominate, where a random
                            # graph does as well (8 ports on 300: average distance 3.09 against the expander's 2.99;
                            # 18 on 1,050: 2.712 against 2.723; 18 on 700: 2.534 against 2.604)
@@ -75,18 +76,19 @@ def biaffine_order(layout: OCSLayout) -> int | None:
 
 def polarity_order(layout: OCSLayout) -> int | None:
     """The prime q whose polarity graph fits `layout` (uniform, p <= q + 1 ports of which it uses p colours,
-    V = q^2 + q + 1 with V - 2q <= N <= V + MAX_ADDED_SHARE V, every switch can take N / 2 circuits), else
-    None; of two that fit, the one needing fewer vertices added or removed. Where p < q + 1 the graph keeps
+    V = q^2 + q + 1 with (1 - MAX_REMOVED_SHARE) V <= N <= (1 + MAX_ADDED_SHARE) V, N <= POLARITY_MAX_RATIO
+    p^2, the re-pairing's work within MENDING_WORK_MAX, every switch can take N / 2 circuits), else None; of
+    several that fit, the one needing the fewest vertices added or removed. Where p < q + 1 the graph keeps
     p of its q + 1 colours, a C4-free p-regular graph (p + p (p - 1) accelerators within two hops, the Moore
-    count) near any such V (18 ports: 273-341, 343-419, 507-599, ... accelerators)."""
+    count) near any such V (18 ports: 154-780 and 813-1,053 accelerators)."""
     n, p = layout.accelerators, layout.ports
     if not layout.is_uniform() or p < 6 or min(layout.switch_radix) < n or n > POLARITY_MAX_RATIO * p * p:
         return None
     fits = []
     q = max(5, p - 1)
-    while q * q - q + 1 <= n:
+    while (q * q + q + 1) * (1 - MAX_REMOVED_SHARE) <= n:
         V = q * q + q + 1
-        if _is_prime(q) and V - MAX_REMOVED_PER_Q * q <= n <= V * (1 + MAX_ADDED_SHARE) \
+        if _is_prime(q) and V * (1 - MAX_REMOVED_SHARE) <= n <= V * (1 + MAX_ADDED_SHARE) \
                 and p * (abs(n - V) + 1) * n * n <= MENDING_WORK_MAX:
             fits.append((abs(n - V), q))
         q += 1
@@ -273,14 +275,15 @@ def _pair_mending(nodes: list[int], dist: np.ndarray, adj: np.ndarray,
 
 
 def _polarity(layout: OCSLayout, seed: int) -> Wiring | None:
-    """The polarity graph less V - N vertices, re-paired per colour by `_pair_mending`. Two ways to remove
-    them, the one whose hop sum over its circuits (a uniform all-to-all's floor) is lower kept: pairwise
-    non-adjacent vertices in a seeded order (each was the one common neighbour of its C(q + 1, 2) neighbours'
-    pairs), and, when V - N >= q + 2, a vertex x with all its neighbours (the rest as before): then every
-    survivor loses one neighbour, and only the pairs on a line through x lose their common neighbour (the
-    pole of that line lies on x's polar line). On kimi-k2-288 (V - N = 19 = q + 2) that leaves 3,430 ordered
-    pairs three hops apart against 4,012 with the non-adjacent removal and furthest-first re-pairing
-    (BENCHMARKS.md)."""
+    """The polarity graph on p of its colours less V - N vertices, re-paired per colour by `_pair_mending`
+    (grown by `_grown` where N > V). Three ways to remove them, the one whose hop sum over its circuits (a
+    uniform all-to-all's floor) is lower kept: pairwise non-adjacent vertices in a seeded order (each was the
+    one common neighbour of its C(q + 1, 2) neighbours' pairs; where there are that many), the first V - N of
+    that order (adjacent ones lose their common circuits once: fewer to re-pair), and, when V - N >= p + 1, a
+    vertex x with all its neighbours (the rest non-adjacent): then every survivor loses one neighbour, and only
+    the pairs on a line through x lose their common neighbour (the pole of that line lies on x's polar line).
+    On kimi-k2-288 (V - N = 19 = q + 2) the seeded order leaves 3,266 ordered pairs three hops apart, the
+    star 3,430, and the non-adjacent removal with furthest-first re-pairing 4,012 (BENCHMARKS.md)."""
     q = polarity_order(layout)
     if q is None:
         return None
@@ -298,23 +301,24 @@ def _polarity(layout: OCSLayout, seed: int) -> Wiring | None:
         return _wiring_of(layout, _grown(mate, n, rng))
     order = rng.permutation(V)
 
-    def non_adjacent(removed: np.ndarray) -> np.ndarray | None:
-        # fill up to V - n removed vertices, none adjacent to another removed one (no circuit lost twice)
+    def fill(removed: np.ndarray, apart: bool = True) -> np.ndarray | None:
+        # fill up to V - n removed vertices in the seeded order; `apart`: none adjacent to another removed one
+        # (no circuit lost twice), None when there are not that many
         removed = removed.copy()
         for v in order:
             if removed.sum() == V - n:
                 return removed
-            if not removed[v] and not full[v, removed].any():
+            if not removed[v] and not (apart and full[v, removed].any()):
                 removed[v] = True
         return removed if removed.sum() == V - n else None
 
-    ways = [non_adjacent(np.zeros(V, bool))]
+    ways = [fill(np.zeros(V, bool)), fill(np.zeros(V, bool), apart=False)]
     if V - n >= D.size + 1:
         star = np.zeros(V, bool)
         x = int(order[~absolute[order]][0])
         star[x] = True
         star[full[x] > 0] = True
-        ways.append(non_adjacent(star))
+        ways.append(fill(star))
     best = None
     for removed in (r for r in ways if r is not None):
         adj = full.copy()
