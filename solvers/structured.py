@@ -259,7 +259,7 @@ def _pair_mending(nodes: list[int], dist: np.ndarray, adj: np.ndarray,
                 chosen.append((int(i[e]), int(j[e])))
         # two left over (adjacent to each other, or their partners taken): each takes an end of a chosen pair
         left = np.flatnonzero(free).tolist()
-        apart = adj[np.ix_(nodes, nodes)] == 0
+        apart = adj[np.ix_(nodes, nodes)] == 0 if len(left) >= 2 else None
         while len(left) >= 2:
             x, y = left.pop(), left.pop()
             for e, (a, b) in enumerate(chosen):
@@ -377,15 +377,14 @@ def _grown(mate: np.ndarray, n: int, rng: np.random.Generator) -> dict[int, list
     missing = np.zeros(n, np.int64)          # colours each vertex has no circuit on so far
     for c in range(P):
         paired = np.zeros(n, bool)
-        for x, y in kept[c]:
-            paired[x] = paired[y] = True
+        paired[np.asarray(kept[c], dtype=np.int64).ravel()] = True
         free = np.flatnonzero(~paired)
         if free.size % 2:   # n odd: one vertex per colour stays out, the one left out of the fewest so far
             out = free[np.argmin(missing[free] + 0.5 * rng.random(free.size))]
             free = free[free != out]
-        edges[c] = kept[c] + _pair_mending(free.tolist(), dist, adj, rng)
-        for x, y in edges[c]:
-            paired[x] = paired[y] = True
+        mended = _pair_mending(free.tolist(), dist, adj, rng)
+        paired[np.asarray(mended, dtype=np.int64).ravel()] = True
+        edges[c] = kept[c] + mended
         missing[~paired] += 1
     return edges
 

@@ -36,6 +36,14 @@ def problem(t, ports, objective="time", **kw):
     return WiringProblem(TrafficMatrix(t), OCSLayout.uniform(t.shape[0], ports), 800.0, objective, **kw)
 
 
+@pytest.fixture
+def no_near_moore(monkeypatch):
+    """The search without its near-Moore start, for tests of the paths that start would pre-empt (on 40
+    accelerators with 6 ports the placed polarity graph of q = 5 answers as built)."""
+    import solvers
+    monkeypatch.setattr(solvers, "near_moore", lambda *a, **k: None)
+
+
 @pytest.mark.parametrize("solver,backend", EXACT)
 def test_ring_demand_is_served_by_a_ring(solver, backend):
     res = wire(problem(ring_demand(8), 2), solver, SolveParams(time_limit_s=60, backend=backend))
@@ -799,12 +807,10 @@ def test_cli_wire_shows_progress_unless_json(tmp_path):
     assert code == 0 and err == "" and json.loads(out)["objective"] > 0
 
 
-def test_a_move_budget_makes_the_search_repeatable(tmp_path, monkeypatch):
+def test_a_move_budget_makes_the_search_repeatable(tmp_path, no_near_moore):
     # with --max-moves the search stops after that many moves, not at the clock: the same seed gives the
     # same circuits (only the solve block's wall time differs). On 6 ports the placed polarity graph (q = 5,
     # grown to 40) would answer as built, with no moves: left out
-    import solvers
-    monkeypatch.setattr(solvers, "near_moore", lambda *a, **k: None)
     t = np.full((40, 40), 1e6) * (1 + (np.arange(40)[:, None] % 3))
     np.fill_diagonal(t, 0)
     for ports in (4, 6):                                 # hop-count moves; two-hop coverage, then hop count
@@ -1306,11 +1312,10 @@ def test_relay_hubs_put_idle_accelerators_between_the_busy_ones():
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_ctrl_c_while_searching_the_hubs_answers_them_as_built(monkeypatch, threads):
+def test_ctrl_c_while_searching_the_hubs_answers_them_as_built(monkeypatch, no_near_moore, threads):
     # Ctrl-C in the two searches (the hubs, pinned, beside the best start): on one thread the second, run
     # after the first; on two, the one in this process while the helper process runs the hubs' (given up):
     # the hubs as built, which beat the first start as built, with their score in hand; no ranking, no wait
-    import solvers
     import solvers.local_search as ls
     from solvers import HUB_TRIES
     from solvers.structured import relay_hubs
@@ -1322,7 +1327,6 @@ def test_ctrl_c_while_searching_the_hubs_answers_them_as_built(monkeypatch, thre
             raise KeyboardInterrupt
         return real(*a, **k)
     monkeypatch.setattr(ls, "improve_two_hop", stop)
-    monkeypatch.setattr(solvers, "near_moore", lambda *a, **k: None)    # its placed wiring beats the hubs as built
     t = _hubs_demand()
     p = problem(t, 6)
     res = wire(p, "search", SolveParams(time_limit_s=6, threads=threads))
@@ -1331,7 +1335,7 @@ def test_ctrl_c_while_searching_the_hubs_answers_them_as_built(monkeypatch, thre
     assert res.objective == pytest.approx(p.score(relay_hubs(t, p.layout, 0, HUB_TRIES), "best")[0], rel=1e-9)
 
 
-def test_two_searched_starts_never_answer_worse_than_the_better_start_as_built(monkeypatch):
+def test_two_searched_starts_never_answer_worse_than_the_better_start_as_built(monkeypatch, no_near_moore):
     # both searches made their wirings worse than the hubs as built (the expander's wiring, here) and tie in
     # the ranking, which then keeps the first start's name: the answer is still the hubs as built, the better
     # start (the run's first branch's start was the fallback before: llama405b-tp8pp4-32's milp at 30 s
@@ -1339,7 +1343,6 @@ def test_two_searched_starts_never_answer_worse_than_the_better_start_as_built(m
     import solvers
     from solvers import HUB_TRIES, baseline_wiring
     from solvers.structured import relay_hubs
-    monkeypatch.setattr(solvers, "near_moore", lambda *a, **k: None)    # its placed wiring beats the hubs as built
     t = _hubs_demand()
     p = problem(t, 6)
     worse = baseline_wiring(p, "expander", 0)
