@@ -46,6 +46,8 @@ from .bounds import group_phase, relay_count_bound, relay_count_circuits
 VEE_MOVES = 3000      # swaps of V ends tried at most (the clock is a ceiling): the same seed, the same wiring
 COLOUR_MIN_S = 5.0    # the colouring's clock at least (deepseek-v3-144 with TP 4: 1.3-2.8 s of CP-SAT's local
                       # search)
+COLOUR_RETRY_S = 1.0  # ... of the next ones' after one did not colour (32 accelerators, 14 ports, k = 1: 13 of
+                      # 400 move counts give V's CP-SAT colours in neither 5 s nor 60 s; k = 2 and 3 in 0.1 s)
 LAYERED_REPAIRS = 20000   # swaps the layered V's repair tries before CP-SAT assigns them
 LAYERED_CPSAT_S = 2.0     # CP-SAT's clock for them at least (32 accelerators: 0.05 s)
 REALIZE_RESTARTS = 100000   # the Kempe-chain colouring's restarts at most (its deadline ends them first)
@@ -64,7 +66,8 @@ def relay_vees(problem, seed: int = 0, time_limit_s: float = 5.0, moves: int = V
     (fewer relayed TP bytes) and one less (its circuits inside a group leave the all-to-all more ports). The
     V's of each are built in BUILD_SHARE of the clock and ranked by a short routing of their multigraphs
     in RANK_SHARE (`_rank_time`; the routing does not depend on the switches); the fastest is coloured onto
-    the switches with the rest of the clock, the next one if it does not colour and COLOUR_MIN_S is left.
+    the switches with the rest of the clock (COLOUR_MIN_S at least), the next ones if it does not colour, each
+    with what is left (COLOUR_RETRY_S at least: a wiring a moment over the clock beats none).
     V's built on their planes need no colouring: then the ranking has the rest of the clock.
     qwen3-235b-64 with TP 8: k = 2 leaves 4 ports outside a group, 0.00112 s; k = 1 leaves 11, 0.00064 s.
     With TP 4: k = 2 0.00094 s, k = 1 0.00096 s. deepseek-v3-144 with TP 4: k = 1 (the relay count's)
@@ -89,11 +92,9 @@ def relay_vees(problem, seed: int = 0, time_limit_s: float = 5.0, moves: int = V
         rank_s = max(MIN_RANK_S, (share * time_limit_s - (time.perf_counter() - t0)) / len(graphs))
         times = [_rank_time(problem, _uncoloured(problem.layout, pairs), rank_s) for pairs, _ in graphs]
         graphs = [graphs[i] for i in np.argsort(times, kind="stable")]
-    for i, built in enumerate(graphs):     # the fastest gets at least COLOUR_MIN_S, the next ones what is left
+    for i, built in enumerate(graphs):
         left = time_limit_s - (time.perf_counter() - t0)
-        if i and left < COLOUR_MIN_S and built[1] is None:
-            break
-        w = _wired(problem.layout, built, seed, max(COLOUR_MIN_S, left))
+        w = _wired(problem.layout, built, seed, max(COLOUR_RETRY_S if i else COLOUR_MIN_S, left))
         if w is not None:
             return w
     return None
