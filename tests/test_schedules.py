@@ -156,13 +156,13 @@ def test_cli_schedule(tmp_path):
     save_wiring(w, wp)
     sp, xp = str(tmp_path / "s.json"), str(tmp_path / "s.xml")
     code, out, _ = run("schedule", wp, "--collective", "allreduce", "--ranks", "0-7", "--bytes", "64MB",
-                       "-o", sp, "--msccl-xml", xp, "--json", "--time-limit", "10")
+                       "-o", sp, "--msccl-xml", xp, "--json", "--time-limit", "3")
     res = json.loads(out)
     assert code == 0 and {"steps", "time_us", "lower_bound_us", "gap", "algorithm", "verified"} <= set(res)
     assert res["verified"] and res["time_us"] >= res["lower_bound_us"]
     assert run("verify", wp, "--schedule", sp)[0] == 0
     assert not any(t.get("path") for st in json.load(open(sp))["steps"] for t in st)   # MSCCL-exportable
-    code, out, _ = run("schedule", wp, "--collective", "allgather", "--bytes", "1MB", "--time-limit", "5")
+    code, out, _ = run("schedule", wp, "--collective", "allgather", "--bytes", "1MB", "--time-limit", "2")
     assert code == 0 and "verified" in out.splitlines()[0]                   # the human-readable report
     code, _, err = run("schedule", wp, "--collective", "alltoall", "--bytes", "1MB", "--msccl-xml", xp)
     assert code == 2 and "direct circuits only" in err        # on a ring every all-to-all forwards
