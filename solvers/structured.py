@@ -33,8 +33,10 @@ s / 2, so colour s is switch s for free. Removals and re-pairing per colour are 
 The polarity graph of a larger plane serves p < q + 1 ports too: any p of its colours (p elements of D) form a
 p-regular subgraph, still C4-free, so every vertex has the Moore count p + p (p - 1) within two hops but for
 its triangles. With removals below V and growth above it (`_grown`: each new vertex takes a circuit out of
-every colour), that gives a near-Moore start for most N up to POLARITY_MAX_RATIO p^2 (18 ports: 154-780 and
-813-1,053). A uniform all-to-all on 18 ports, average distance against the Moore bound's and the random
+every colour), that gives a near-Moore start for most N up to POLARITY_MAX_RATIO p^2 (18 ports: 154-1,053).
+For q a prime power (16, 25, 27, 32, ...) D comes from GF(q^3) as a degree-3e extension of the prime field
+(`_singer_prime_power`); the nearest plane above N and the nearest below are both built and the one with the
+lower hop sum kept (`polarity_orders`). A uniform all-to-all on 18 ports, average distance against the Moore bound's and the random
 expander's: 384 accelerators 2.147 (Moore 2.107, expander 2.381), 512 2.370 (2.331, 2.493), 700 2.534
 (2.511, 2.604); `ocs-synth wire` at 60 s: 384 and 512 accelerators 2.28% and 1.79% above the bound where the
 search from the expander ended at 7.27% and 3.65% (BENCHMARKS.md).
@@ -62,6 +64,17 @@ def _is_prime(q: int) -> bool:
     return q >= 2 and all(q % k for k in range(2, int(q ** 0.5) + 1))
 
 
+def _prime_power(q: int) -> tuple[int, int] | None:
+    """(r, e) with q = r^e, r prime, else None."""
+    r = next((k for k in range(2, q + 1) if q % k == 0), None) if q >= 2 else None
+    if r is None:
+        return None
+    e = 0
+    while q % r == 0:
+        q, e = q // r, e + 1
+    return (r, e) if q == 1 else None
+
+
 def biaffine_order(layout: OCSLayout) -> int | None:
     """The prime q that fits `layout` (uniform, p = q + 1 ports, 2q^2 - 2q <= N <= 2q^2, every switch
     can take N / 2 circuits), else None."""
@@ -74,34 +87,45 @@ def biaffine_order(layout: OCSLayout) -> int | None:
     return q
 
 
-def polarity_order(layout: OCSLayout) -> int | None:
-    """The prime q whose polarity graph fits `layout` (uniform, p <= q + 1 ports of which it uses p colours,
-    V = q^2 + q + 1 with (1 - MAX_REMOVED_SHARE) V <= N <= (1 + MAX_ADDED_SHARE) V, N <= POLARITY_MAX_RATIO
-    p^2, the re-pairing's work within MENDING_WORK_MAX, every switch can take N / 2 circuits), else None; of
-    several that fit, the one needing the fewest vertices added or removed. Where p < q + 1 the graph keeps
-    p of its q + 1 colours, a C4-free p-regular graph (p + p (p - 1) accelerators within two hops, the Moore
-    count) near any such V (18 ports: 154-780 and 813-1,053 accelerators)."""
+def polarity_orders(layout: OCSLayout) -> list[int]:
+    """The prime powers q whose polarity graph fits `layout` (uniform, p <= q + 1 ports of which it uses p
+    colours, V = q^2 + q + 1 with (1 - MAX_REMOVED_SHARE) V <= N <= (1 + MAX_ADDED_SHARE) V, N <=
+    POLARITY_MAX_RATIO p^2, the re-pairing's work within MENDING_WORK_MAX, every switch can take N / 2
+    circuits), at most two: the nearest plane at or above N (trimmed) and the nearest below it (grown); `near_moore`
+    keeps the better. Neither side always wins: on 18 ports 384 accelerators are best as q = 19's 381 grown (2.147
+    hops on average, 553 trimmed 2.237), 900 as q = 31's 993 trimmed (2.630, 871 grown 2.644). Where p < q + 1
+    the graph keeps p of its q + 1 colours, a C4-free p-regular graph (p + p (p - 1) accelerators within two
+    hops, the Moore count) near any such V (18 ports: 154-1,053 accelerators)."""
     n, p = layout.accelerators, layout.ports
     if not layout.is_uniform() or p < 6 or min(layout.switch_radix) < n or n > POLARITY_MAX_RATIO * p * p:
-        return None
-    fits = []
+        return []
+    above, below = [], []
     q = max(5, p - 1)
     while (q * q + q + 1) * (1 - MAX_REMOVED_SHARE) <= n:
         V = q * q + q + 1
-        if _is_prime(q) and V * (1 - MAX_REMOVED_SHARE) <= n <= V * (1 + MAX_ADDED_SHARE) \
+        if _prime_power(q) and V * (1 - MAX_REMOVED_SHARE) <= n <= V * (1 + MAX_ADDED_SHARE) \
                 and p * (abs(n - V) + 1) * n * n <= MENDING_WORK_MAX:
-            fits.append((abs(n - V), q))
+            (above if V >= n else below).append(q)
         q += 1
-    return min(fits)[1] if fits else None
+    return above[:1] + below[-1:]
 
 
 def singer_difference_set(q: int) -> np.ndarray:
-    """A perfect difference set of Z_(q^2 + q + 1), q prime: the i < q^2 + q + 1 with a^i in the plane
-    {c0 + c1 a} of GF(q^3) = F_q[a] / (a^3 + c a^2 + b a + c0'), a primitive (the first cubic found).
+    """A perfect difference set of Z_(q^2 + q + 1), q a prime power: the i < q^2 + q + 1 with a^i in the plane
+    {c0 + c1 a : c0, c1 in GF(q)} of GF(q^3), a primitive. For q prime, GF(q^3) = F_q[a] / (a^3 + a2 a^2 +
+    a1 a + a0) with the first primitive cubic found; for q = r^e, e > 1, see `_singer_prime_power`.
 
-    >>> D = singer_difference_set(5).tolist(); sorted((x - y) % 31 for x in D for y in D if x != y) == list(range(1, 31))
-    True
+    >>> def perfect(q):
+    ...     D, V = singer_difference_set(q).tolist(), q * q + q + 1
+    ...     return len(D) == q + 1 and sorted((x - y) % V for x in D for y in D if x != y) == list(range(1, V))
+    >>> [perfect(q) for q in (5, 4, 8, 9)]
+    [True, True, True, True]
     """
+    r, e = _prime_power(q) or (0, 0)
+    if r == 0:
+        raise ValueError(f"{q} is not a prime power")
+    if e > 1:
+        return _singer_prime_power(r, e)
     V = q * q + q + 1
     for a2 in range(q):
         for a1 in range(q):
@@ -117,6 +141,36 @@ def singer_difference_set(q: int) -> np.ndarray:
                 else:
                     return np.flatnonzero(c[:V, 2] == 0)
     raise ValueError(f"no primitive cubic over F_{q}")   # cannot happen for a prime q
+
+
+def _singer_prime_power(r: int, e: int) -> np.ndarray:
+    """`singer_difference_set` for q = r^e, e > 1: GF(q^3) = F_r[x] / (g), g the first primitive polynomial
+    of degree m = 3e found, its elements as m digits base r; a = x, GF(q) the powers of b = a^V and 0, the plane
+    {c0 + c1 a}; each of its q^2 - 1 nonzero elements a^i gives i mod V, q + 1 residues in all."""
+    q, m = r ** e, 3 * e
+    V, order = q * q + q + 1, r ** m - 1
+    for code in range(r ** m):
+        g = [(code // r ** k) % r for k in range(m)]        # x^m = -(g[m-1] x^(m-1) + ... + g[0])
+        if g[0] == 0:
+            continue
+        powers = np.zeros((order, m), dtype=np.int64)
+        v = [1] + [0] * (m - 1)
+        for i in range(order):
+            powers[i] = v
+            top = v[-1]
+            v = [(-g[0] * top) % r] + [(v[k - 1] - g[k] * top) % r for k in range(1, m)]
+            if v[0] == 1 and not any(v[1:]) and i < order - 1:
+                break                   # x is not primitive
+        else:
+            weights = r ** np.arange(m)
+            log = np.empty(r ** m, dtype=np.int64)
+            log[powers @ weights] = np.arange(order)
+            field = np.vstack([np.zeros(m, np.int64), powers[np.arange(q - 1) * V]])  # GF(q): 0 and b^j
+            c1a = np.vstack([np.zeros(m, np.int64), powers[(np.arange(q - 1) * V + 1) % order]])  # c1 a
+            plane = (field[:, None, :] + c1a[None, :, :]).reshape(-1, m) % r
+            codes = plane @ weights
+            return np.unique(log[codes[codes > 0]] % V)
+    raise ValueError(f"no primitive polynomial of degree {m} over F_{r}")   # cannot happen
 
 
 def _pair_furthest(nodes: list[int], dist: np.ndarray, adj: np.ndarray, cls: np.ndarray,
@@ -173,7 +227,8 @@ def near_moore(layout: OCSLayout, seed: int = 0) -> Wiring | None:
     """The biaffine-plane or polarity-graph wiring of the module doc for `layout`, the one with the lower hop
     sum when both fit (18 ports: 544-578 accelerators, where moe5t-576 keeps the biaffine plane's, 2.420
     against 2.435 hops on average), or None when neither fits."""
-    built = [w for w in (_biaffine(layout, seed), _polarity(layout, seed)) if w is not None]
+    built = [w for w in [_biaffine(layout, seed)] + [_polarity(layout, q, seed) for q in polarity_orders(layout)]
+             if w is not None]
     if len(built) < 2:
         return built[0] if built else None
     return min(built, key=lambda w: _distances(w.adjacency() > 0).sum())
@@ -274,8 +329,8 @@ def _pair_mending(nodes: list[int], dist: np.ndarray, adj: np.ndarray,
     return out
 
 
-def _polarity(layout: OCSLayout, seed: int) -> Wiring | None:
-    """The polarity graph on p of its colours less V - N vertices, re-paired per colour by `_pair_mending`
+def _polarity(layout: OCSLayout, q: int, seed: int) -> Wiring | None:
+    """The polarity graph of PG(2, q) on p of its colours less V - N vertices, re-paired per colour by `_pair_mending`
     (grown by `_grown` where N > V). Three ways to remove them, the one whose hop sum over its circuits (a
     uniform all-to-all's floor) is lower kept: pairwise non-adjacent vertices in a seeded order (each was the
     one common neighbour of its C(q + 1, 2) neighbours' pairs; where there are that many), the first V - N of
@@ -284,9 +339,6 @@ def _polarity(layout: OCSLayout, seed: int) -> Wiring | None:
     the pairs on a line through x lose their common neighbour (the pole of that line lies on x's polar line).
     On kimi-k2-288 (V - N = 19 = q + 2) the seeded order leaves 3,266 ordered pairs three hops apart, the
     star 3,430, and the non-adjacent removal with furthest-first re-pairing 4,012 (BENCHMARKS.md)."""
-    q = polarity_order(layout)
-    if q is None:
-        return None
     n, V = layout.accelerators, q * q + q + 1
     D = singer_difference_set(q)[:layout.ports]   # p of its q + 1 colours: any p keep it C4-free
     u = np.arange(V)

@@ -1148,10 +1148,10 @@ def test_near_moore_wiring_from_the_biaffine_plane():
 def test_near_moore_wiring_from_the_polarity_graph():
     from scipy.sparse.csgraph import shortest_path
     from solvers.baselines import expander
-    from solvers.structured import near_moore, polarity_order
+    from solvers.structured import near_moore, polarity_orders
     for n in (57, 50):                                  # q^2 + q + 1 for q = 7, and seven vertices removed
         lay = OCSLayout.uniform(n, 8)
-        assert polarity_order(lay) == 7
+        assert polarity_orders(lay) == [7]
         w = near_moore(lay)
         assert w is not None and not wiring_violations(w) and w.degree().max() == 8
         assert w.degree().sum() >= 8 * n - 16           # the absolute points miss one colour each
@@ -1176,15 +1176,17 @@ def test_near_moore_wiring_from_the_polarity_graph():
 def test_the_polarity_graph_of_a_larger_plane_keeps_as_many_colours_as_ports_and_grows():
     from scipy.sparse.csgraph import shortest_path
     from solvers.baselines import expander
-    from solvers.structured import near_moore, polarity_order
+    from solvers.structured import _polarity, near_moore, polarity_orders
     # 18 ports: q = 19 (381 vertices, 20 colours) kept to 18 colours and grown by 3 or 69 accelerators, q = 23
     # (553) less 41, q = 17 (307) less 51; 8 ports on 64: q = 7's 57 grown by 7; 419 is odd: each switch leaves
-    # one port dark
+    # one port dark. Each is the better of the plane above N and the one below (q = 23 trimmed and q = 19 grown
+    # for 384-512; q = 8 trimmed and q = 7 grown for 64)
     for n, ports, q, within in ((384, 18, 19, 300), (450, 18, 19, 290), (512, 18, 23, 295), (256, 18, 17, 230),
                                 (64, 8, 7, 52), (419, 18, 19, 290)):
         lay = OCSLayout.uniform(n, ports)
-        assert polarity_order(lay) == q
+        assert q in polarity_orders(lay)
         w = near_moore(lay)
+        assert w.circuits == _polarity(lay, q, 0).circuits
         assert not wiring_violations(w) and w.degree().sum() == n * ports - (ports if n % 2 else 0)
         assert w.degree().min() >= ports - 1
         d, e = (shortest_path(x.adjacency() > 0, unweighted=True) for x in (w, expander(lay)))
@@ -1193,7 +1195,29 @@ def test_the_polarity_graph_of_a_larger_plane_keeps_as_many_colours_as_ports_and
         assert (d <= 2).sum() / n - 1 >= within and e.mean() > 1.03 * d.mean()
         assert near_moore(lay, seed=1).circuits != w.circuits and near_moore(lay).circuits == w.circuits
     for n, ports in ((100, 16), (400, 32)):      # no prime q >= p - 1 whose order is near enough
-        assert polarity_order(OCSLayout.uniform(n, ports)) is None
+        assert polarity_orders(OCSLayout.uniform(n, ports)) == []
+
+
+def test_the_polarity_graph_of_a_prime_power_plane():
+    """q = 8 and 25 are prime powers: their difference sets come from GF(q^3) over the prime field. On 8 ports
+    q = 8's plane (73 points, 8 of its 9 colours) is C4-free: no two accelerators share two neighbours; 650
+    accelerators on 18 ports take q = 25's 651 less one (2.493 hops on average) over q = 23's 553 grown (2.505),
+    the only plane there before prime powers."""
+    from solvers.structured import _distances, _polarity, near_moore, polarity_orders
+    lay = OCSLayout.uniform(73, 8)
+    assert polarity_orders(lay) == [8, 7]
+    w = near_moore(lay)
+    a = (w.adjacency() > 0).astype(int)
+    common = a @ a
+    np.fill_diagonal(common, 0)
+    assert not wiring_violations(w) and common.max() == 1 and w.degree().min() >= 7
+    assert w.circuits == _polarity(lay, 8, 0).circuits
+    lay = OCSLayout.uniform(650, 18)
+    assert polarity_orders(lay) == [25, 23]
+    w = near_moore(lay)
+    hops = {q: _distances(_polarity(lay, q, 0).adjacency() > 0).sum() / (650 * 649) for q in (25, 23)}
+    assert w.circuits == _polarity(lay, 25, 0).circuits and hops[25] < hops[23] - 0.01
+    assert not wiring_violations(w)
 
 
 def test_the_polarity_graph_loses_a_vertex_with_its_neighbours_and_mends_the_pairs_apart():
