@@ -36,10 +36,11 @@ its triangles. With removals below V and growth above it (`_grown`: each new ver
 every colour), that gives a near-Moore start for most N up to POLARITY_MAX_RATIO p^2 (18 ports: 154-1,053).
 For q a prime power (16, 25, 27, 32, ...) D comes from GF(q^3) as a degree-3e extension of the prime field
 (`_singer_prime_power`); the nearest plane above N and the nearest below are both built and the one with the
-lower hop sum kept (`polarity_orders`). A uniform all-to-all on 18 ports, average distance against the Moore bound's and the random
-expander's: 384 accelerators 2.147 (Moore 2.107, expander 2.381), 512 2.370 (2.331, 2.493), 700 2.534
-(2.511, 2.604); `ocs-synth wire` at 60 s: 384 and 512 accelerators 2.28% and 1.79% above the bound where the
-search from the expander ended at 7.27% and 3.65% (BENCHMARKS.md).
+lower hop sum kept (`polarity_orders`). A uniform all-to-all on 18 ports, average distance against the Moore
+bound's and the random expander's: 384 accelerators 2.147 (Moore 2.107, expander 2.381), 512 2.370 (2.331,
+2.493), 700 2.528 (2.511, 2.604); `ocs-synth wire` at 60 s: 384 and 512 accelerators 2.28% and 1.79% above
+the bound where the search from the expander ended at 7.27% and 3.65%, 650 1.04% (q = 25; 1.44% from q = 23's
+plane grown) and 16 ports on 256 5.86% (q = 16; 8.08% from q = 17's) (BENCHMARKS.md).
 """
 from __future__ import annotations
 
@@ -166,7 +167,7 @@ def _singer_prime_power(r: int, e: int) -> np.ndarray:
             log = np.empty(r ** m, dtype=np.int64)
             log[powers @ weights] = np.arange(order)
             field = np.vstack([np.zeros(m, np.int64), powers[np.arange(q - 1) * V]])  # GF(q): 0 and b^j
-            c1a = np.vstack([np.zeros(m, np.int64), powers[(np.arange(q - 1) * V + 1) % order]])  # c1 a
+            c1a = np.vstack([np.zeros(m, np.int64), powers[np.arange(q - 1) * V + 1]])   # c1 a, c1 in GF(q)
             plane = (field[:, None, :] + c1a[None, :, :]).reshape(-1, m) % r
             codes = plane @ weights
             return np.unique(log[codes[codes > 0]] % V)
@@ -224,9 +225,10 @@ def _join(adj: np.ndarray, dist: np.ndarray, a: int, b: int) -> None:
 
 
 def near_moore(layout: OCSLayout, seed: int = 0) -> Wiring | None:
-    """The biaffine-plane or polarity-graph wiring of the module doc for `layout`, the one with the lower hop
-    sum when both fit (18 ports: 544-578 accelerators, where moe5t-576 keeps the biaffine plane's, 2.420
-    against 2.435 hops on average), or None when neither fits."""
+    """The biaffine-plane or polarity-graph wiring of the module doc for `layout`, the one with the lowest hop
+    sum of those that fit (the biaffine plane, and the polarity graphs of `polarity_orders`; 18 ports, 576
+    accelerators: moe5t-576 keeps the biaffine plane's, 2.420 hops on average against q = 23's 2.435 and
+    q = 25's 2.437), or None when none fits."""
     built = [w for w in [_biaffine(layout, seed)] + [_polarity(layout, q, seed) for q in polarity_orders(layout)]
              if w is not None]
     if len(built) < 2:
@@ -331,14 +333,14 @@ def _pair_mending(nodes: list[int], dist: np.ndarray, adj: np.ndarray,
 
 def _polarity(layout: OCSLayout, q: int, seed: int) -> Wiring | None:
     """The polarity graph of PG(2, q) on p of its colours less V - N vertices, re-paired per colour by `_pair_mending`
-    (grown by `_grown` where N > V). Three ways to remove them, the one whose hop sum over its circuits (a
-    uniform all-to-all's floor) is lower kept: pairwise non-adjacent vertices in a seeded order (each was the
-    one common neighbour of its C(q + 1, 2) neighbours' pairs; where there are that many), the first V - N of
-    that order (adjacent ones lose their common circuits once: fewer to re-pair), and, when V - N >= p + 1, a
-    vertex x with all its neighbours (the rest non-adjacent): then every survivor loses one neighbour, and only
-    the pairs on a line through x lose their common neighbour (the pole of that line lies on x's polar line).
-    On kimi-k2-288 (V - N = 19 = q + 2) the seeded order leaves 3,266 ordered pairs three hops apart, the
-    star 3,430, and the non-adjacent removal with furthest-first re-pairing 4,012 (BENCHMARKS.md)."""
+    (grown by `_grown` where N > V). Three ways to remove them, the one whose hop sum over its circuits (a uniform
+    all-to-all's floor) is lower kept: pairwise non-adjacent vertices in a seeded order (each was the one common
+    neighbour of its C(q + 1, 2) neighbours' pairs; where there are that many), the first V - N of that order
+    (adjacent ones lose their common circuits once: fewer to re-pair), and, when V - N >= p + 1, a vertex x with all
+    its neighbours (the rest non-adjacent): then every survivor loses one neighbour, and only the pairs on a line
+    through x lose their common neighbour (the pole of that line lies on x's polar line). On kimi-k2-288 (V - N = 19
+    = q + 2) the seeded order leaves 3,266 ordered pairs three hops apart, the star 3,430, and the non-adjacent
+    removal with furthest-first re-pairing 4,012 (BENCHMARKS.md)."""
     n, V = layout.accelerators, q * q + q + 1
     D = singer_difference_set(q)[:layout.ports]   # p of its q + 1 colours: any p keep it C4-free
     u = np.arange(V)
