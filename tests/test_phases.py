@@ -249,6 +249,48 @@ def test_relay_vees_colour_the_next_k_when_the_fastest_does_not_colour(monkeypat
     assert calls[0] >= vees.COLOUR_MIN_S and calls[1] >= vees.COLOUR_RETRY_S
 
 
+def test_the_vees_search_computes_the_tie_break_only_on_ties_and_keeps_the_same_swaps(monkeypatch):
+    """`_Vees.search` computes `hops` only where `across` ties; the V's it leaves are those of the rule that
+    computes both on every move (the search before), at every move budget tried, and it computes fewer."""
+    from solvers import vees
+    from solvers.bounds import group_phase
+    prob, _ = tp_beside_alltoall()
+    found = group_phase(prob)
+
+    def both_every_move(self, moves, deadline):
+        cur = (self.across(), self.hops())
+        for _ in range(moves):
+            if self.peers is None:
+                i, j = (int(x) for x in self.rng.choice(len(self.assign), 2, replace=False))
+            else:
+                i = int(self.rng.integers(len(self.assign)))
+                j = self._other(i)
+            if self.centres[i] == self.centres[j]:
+                continue
+            self._swap(i, j)
+            new = None if self._bad(i) or self._bad(j) else (self.across(), self.hops())
+            if new is not None and (new[0] < cur[0] * (1 - 1e-12)
+                                    or new[0] <= cur[0] * (1 + 1e-12) and new[1] <= cur[1]):
+                cur = new
+            else:
+                self._swap(i, j)
+
+    calls, real_hops = [], vees._Vees.hops
+    monkeypatch.setattr(vees._Vees, "hops", lambda self: calls.append(1) or real_hops(self))
+    counted = {"lazy": 0, "both": 0}
+    for k in (1, 2, 3):
+        for moves in (50, 400):
+            calls.clear()
+            lazy = vees._vee_pairs(prob, found, k, 0, 1000.0, moves)
+            counted["lazy"] += len(calls)
+            with monkeypatch.context() as m:
+                m.setattr(vees._Vees, "search", both_every_move)
+                calls.clear()
+                assert vees._vee_pairs(prob, found, k, 0, 1000.0, moves) == lazy, (k, moves)
+            counted["both"] += len(calls)
+    assert counted["lazy"] < 0.8 * counted["both"], counted
+
+
 def test_relay_vees_on_planes_are_built_on_their_switches(monkeypatch):
     """With one port on each of p planes the V's are built coloured, with no colouring search: each group's
     circuits and every V on their planes, so every accelerator meets every plane once, every TP pair keeps two
