@@ -35,7 +35,7 @@ p-regular subgraph, still C4-free, so every vertex has the Moore count p + p (p 
 its triangles. With removals below V and growth above it (`_grown`: each new vertex takes a circuit out of
 every colour), that gives a near-Moore start for most N up to POLARITY_MAX_RATIO p^2 (18 ports: 154-1,053).
 For q a prime power (16, 25, 27, 32, ...) D comes from GF(q^3) as a degree-3e extension of the prime field
-(`_singer_prime_power`); the nearest plane above N and the nearest below are both built and the one with the
+(`singer_difference_set`); the nearest plane above N and the nearest below are both built and the one with the
 lower hop sum kept (`polarity_orders`). A uniform all-to-all on 18 ports, average distance against the Moore
 bound's and the random expander's: 384 accelerators 2.147 (Moore 2.107, expander 2.381), 512 2.370 (2.331,
 2.493), 700 2.528 (2.511, 2.604); `ocs-synth wire` at 60 s: 384 and 512 accelerators 2.28% and 1.79% above
@@ -62,11 +62,11 @@ MENDING_WORK_MAX = 2.5e9  # colours x (vertices added or removed) x N^2 up to wh
 
 
 def _is_prime(q: int) -> bool:
-    return q >= 2 and all(q % k for k in range(2, int(q ** 0.5) + 1))
+    return (_prime_power(q) or (0, 0))[1] == 1
 
 
 def _prime_power(q: int) -> tuple[int, int] | None:
-    """(r, e) with q = r^e, r prime, else None."""
+    """(r, e) with q = r^e, r prime (q's least factor), else None."""
     r = next((k for k in range(2, q + 1) if q % k == 0), None) if q >= 2 else None
     if r is None:
         return None
@@ -112,9 +112,11 @@ def polarity_orders(layout: OCSLayout) -> list[int]:
 
 
 def singer_difference_set(q: int) -> np.ndarray:
-    """A perfect difference set of Z_(q^2 + q + 1), q a prime power: the i < q^2 + q + 1 with a^i in the plane
-    {c0 + c1 a : c0, c1 in GF(q)} of GF(q^3), a primitive. For q prime, GF(q^3) = F_q[a] / (a^3 + a2 a^2 +
-    a1 a + a0) with the first primitive cubic found; for q = r^e, e > 1, see `_singer_prime_power`.
+    """A perfect difference set of Z_(q^2 + q + 1), q = r^e a prime power: the i < q^2 + q + 1 with a^i in the
+    plane {c0 + c1 a : c0, c1 in GF(q)} of GF(q^3) = F_r[x] / (g), g the first primitive polynomial of degree
+    m = 3e found (coefficients counted up, the constant term fastest), a = x. Elements are m digits base r;
+    GF(q) is 0 and the powers of b = a^V; each of the plane's q^2 - 1 nonzero elements a^i gives i mod V, q + 1
+    residues in all (for q prime: the a^i whose a^2 coordinate is 0).
 
     >>> def perfect(q):
     ...     D, V = singer_difference_set(q).tolist(), q * q + q + 1
@@ -125,30 +127,7 @@ def singer_difference_set(q: int) -> np.ndarray:
     r, e = _prime_power(q) or (0, 0)
     if r == 0:
         raise ValueError(f"{q} is not a prime power")
-    if e > 1:
-        return _singer_prime_power(r, e)
-    V = q * q + q + 1
-    for a2 in range(q):
-        for a1 in range(q):
-            for a0 in range(1, q):
-                c = np.zeros((q ** 3 - 1, 3), dtype=np.int64)
-                v = (1, 0, 0)
-                for i in range(q ** 3 - 1):
-                    c[i] = v
-                    top = v[2]                  # times a: a^3 = -(a2 a^2 + a1 a + a0)
-                    v = ((-a0 * top) % q, (v[0] - a1 * top) % q, (v[1] - a2 * top) % q)
-                    if v == (1, 0, 0) and i < q ** 3 - 2:
-                        break                   # a is not primitive
-                else:
-                    return np.flatnonzero(c[:V, 2] == 0)
-    raise ValueError(f"no primitive cubic over F_{q}")   # cannot happen for a prime q
-
-
-def _singer_prime_power(r: int, e: int) -> np.ndarray:
-    """`singer_difference_set` for q = r^e, e > 1: GF(q^3) = F_r[x] / (g), g the first primitive polynomial
-    of degree m = 3e found, its elements as m digits base r; a = x, GF(q) the powers of b = a^V and 0, the plane
-    {c0 + c1 a}; each of its q^2 - 1 nonzero elements a^i gives i mod V, q + 1 residues in all."""
-    q, m = r ** e, 3 * e
+    m = 3 * e
     V, order = q * q + q + 1, r ** m - 1
     for code in range(r ** m):
         g = [(code // r ** k) % r for k in range(m)]        # x^m = -(g[m-1] x^(m-1) + ... + g[0])
