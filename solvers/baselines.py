@@ -411,6 +411,32 @@ def greedy(traffic: np.ndarray, layout: OCSLayout, seed: int = 0, direct: bool =
     return w if direct else connect(w)
 
 
+def greedy_matching(i: np.ndarray, j: np.ndarray, weight: np.ndarray, n: int) -> list[int]:
+    """The greedy matching of the edges (i[e], j[e]) on n nodes: heaviest first (ties: the earlier edge),
+    each taken when both its ends are still free. Returns the taken edges' indices in the order taken.
+
+    The same matching as the edge-by-edge loop, scanned in blocks: each step finds the next edge with both
+    ends free in a block of the sorted edges at once (the block doubles while none is found), so the Python
+    work grows with the edges taken, not the edges passed over (a 576-accelerator all-to-all: 165,600
+    edges, 288 taken)."""
+    order = np.argsort(-np.asarray(weight), kind="stable")
+    ii, jj = np.asarray(i, dtype=np.int64)[order], np.asarray(j, dtype=np.int64)[order]
+    free = np.ones(n, bool)
+    taken: list[int] = []
+    pos, block = 0, 256
+    while pos < order.size:
+        ok = free[ii[pos:pos + block]] & free[jj[pos:pos + block]]
+        k = int(np.argmax(ok))
+        if not ok[k]:
+            pos, block = pos + block, block * 2
+            continue
+        free[ii[pos + k]] = free[jj[pos + k]] = False
+        taken.append(int(order[pos + k]))
+        pos += k + 1
+        block = max(256, block // 2)
+    return taken
+
+
 BLOSSOM_MAX = 128   # accelerators; networkx's Blossom takes 1.7 s per matching at 144 (10 matchings: 17 s)
 
 
@@ -446,13 +472,8 @@ def topoopt(traffic: np.ndarray, layout: OCSLayout, seed: int = 0, ring_ports: i
             g.add_weighted_edges_from((int(a), int(b), float(rem[a, b])) for a, b in zip(iu, ju))
             match = nx.max_weight_matching(g, maxcardinality=False)
         else:
-            match, used = [], np.zeros(n, dtype=bool)
             iu, ju = np.nonzero(np.triu(live, 1) > 0)
-            for e in np.argsort(-rem[iu, ju], kind="stable"):
-                a, b = int(iu[e]), int(ju[e])
-                if not used[a] and not used[b]:
-                    used[a] = used[b] = True
-                    match.append((a, b))
+            match = [(int(iu[e]), int(ju[e])) for e in greedy_matching(iu, ju, rem[iu, ju], n)]
         if not match:
             break
         for a, b in match:

@@ -177,13 +177,18 @@ def _pair_furthest(nodes: list[int], dist: np.ndarray, adj: np.ndarray, cls: np.
     return out
 
 
+DIST_CAP = 127    # hop distances are kept as uint8 up to this (a - x - b sums stay within 255): a quarter of the
+                  # memory traffic of float32 in `_join`, which the re-pairing calls once per circuit (moe5t-576's
+                  # three planes: 2,700 calls, 1.2 s as float32)
+
+
 def _distances(adj: np.ndarray) -> np.ndarray:
-    """Hop distances of the graph `adj` (float32; the vertex count where there is no path)."""
+    """Hop distances of the graph `adj` (uint8; the vertex count, at most DIST_CAP, where there is no path)."""
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import shortest_path
     dist = shortest_path(csr_matrix(adj), unweighted=True)
     dist[~np.isfinite(dist)] = adj.shape[0]
-    return dist.astype(np.float32)
+    return np.minimum(dist, DIST_CAP).astype(np.uint8)
 
 
 def _graph(n: int, edges: dict[int, list[tuple[int, int]]]) -> tuple[np.ndarray, np.ndarray]:
@@ -199,8 +204,9 @@ def _graph(n: int, edges: dict[int, list[tuple[int, int]]]) -> tuple[np.ndarray,
 def _join(adj: np.ndarray, dist: np.ndarray, a: int, b: int) -> None:
     """Add the circuit a - b to `adj` and shorten `dist` through it (distances only shrink)."""
     adj[a, b] = adj[b, a] = 1
-    np.minimum(dist, dist[:, [a]] + 1 + dist[[b], :], out=dist)
-    np.minimum(dist, dist[:, [b]] + 1 + dist[[a], :], out=dist)
+    one = dist.dtype.type(1)
+    np.minimum(dist, dist[:, [a]] + one + dist[[b], :], out=dist)
+    np.minimum(dist, dist[:, [b]] + one + dist[[a], :], out=dist)
 
 
 def near_moore(layout: OCSLayout, seed: int = 0) -> Wiring | None:
@@ -288,11 +294,10 @@ def _pair_mending(nodes: list[int], dist: np.ndarray, adj: np.ndarray,
         g.add_weighted_edges_from(zip(i.tolist(), j.tolist(), weight.tolist()))
         chosen = [tuple(sorted(e)) for e in nx.max_weight_matching(g, maxcardinality=True)]
     else:
-        free, chosen = np.ones(k, bool), []
-        for e in np.argsort(-weight, kind="stable"):
-            if free[i[e]] and free[j[e]]:
-                free[i[e]] = free[j[e]] = False
-                chosen.append((int(i[e]), int(j[e])))
+        from .baselines import greedy_matching
+        chosen = [(int(i[e]), int(j[e])) for e in greedy_matching(i, j, weight, k)]
+        free = np.ones(k, bool)
+        free[np.asarray(chosen, dtype=np.int64).ravel()] = False
         # two left over (adjacent to each other, or their partners taken): each takes an end of a chosen pair
         left = np.flatnonzero(free).tolist()
         apart = adj[np.ix_(nodes, nodes)] == 0 if len(left) >= 2 else None

@@ -1125,6 +1125,24 @@ def test_cluster_rows_and_probes_keep_the_optimum(monkeypatch):
     assert plain.status == SolveStatus.OPTIMAL and plain.objective == pytest.approx(ref.objective, rel=1e-6)
 
 
+def test_greedy_matching_takes_what_the_edge_by_edge_loop_takes():
+    """The block scan gives the loop's matching, in its order: random weights with many ties (the tie-break is
+    the edge's place), dense and sparse edge lists, a node's edges far apart in the sorted order."""
+    from solvers.baselines import greedy_matching
+    rng = np.random.default_rng(7)
+    for n, m, levels in [(6, 10, 2), (40, 300, 3), (300, 20_000, 4), (600, 5_000, 1000), (50, 1_225, 1)]:
+        i, j = rng.integers(0, n, m), rng.integers(0, n, m)
+        i, j = i[i != j], j[i != j]
+        w = rng.integers(0, levels, i.size).astype(float)
+        free, loop = np.ones(n, bool), []
+        for e in np.argsort(-w, kind="stable"):
+            if free[i[e]] and free[j[e]]:
+                free[i[e]] = free[j[e]] = False
+                loop.append(int(e))
+        assert greedy_matching(i, j, w, n) == loop
+    assert greedy_matching(np.array([], int), np.array([], int), np.array([]), 3) == []
+
+
 def test_near_moore_wiring_from_the_biaffine_plane():
     from scipy.sparse.csgraph import shortest_path
     from solvers.baselines import expander
