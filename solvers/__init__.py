@@ -272,17 +272,17 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
             extra: dict | None = None, start_score: tuple[float, str] | None = None,
             pinned: set | None = None, rival: tuple | None = None, other: tuple | None = None,
             beside: bool = True) -> SolveResult:
-    """Local search from `start` (never moving the circuits of `pinned` pairs); the answer is the better of
-    the improved wiring and the start under the final objective (hop count is only the search's proxy), so
-    it is never worse than its start (a start ranked by byte-hops alone, beyond SCORED_STARTS_MAX, is timed by
-    ECMP when the answer's routing stopped on the clock). `rival` = (name, wiring, score, MWU state): a wiring
-    scored beside the search; when the searched wiring's floor (`WiringProblem.time_floor`) shows it cannot beat the rival,
-    the scoring clock goes on the rival's routing instead (kimi-k2-288: the searched expander's floor is
+    """Local search from `start` (never moving the circuits of `pinned` pairs); the answer is the better of the
+    improved wiring and the start under the final objective (hop count is only the search's proxy), so it is
+    never worse than its start (a start ranked by byte-hops alone, beyond SCORED_STARTS_MAX, is timed by ECMP
+    when the answer's routing stopped on the clock). `rival` = (name, wiring, score, MWU state): a wiring scored
+    beside the search; when the searched wiring's floor (`WiringProblem.time_floor`) shows it cannot beat the
+    rival, the scoring clock goes on the rival's routing instead (kimi-k2-288: the searched expander's floor is
     0.00126 s, the placed polarity graph routes in 0.00124 s and, with the 18 s more, in 0.00123 s); when the
-    rival only beat the start as built (or the start was not timed) and its routing stopped on the clock,
-    the searched wiring is scored on half the clock and the rival's routing goes on in the rest unless the
-    searched wiring beat it (a rival routed by a converged LP gains nothing from more: qwen3-235b-64 with
-    TP 8, whose searched wiring lost 0.09% on half the clock).
+    rival only beat the start as built (or the start was not timed) and its routing stopped on the clock, the
+    searched wiring is scored on half the clock and the rival's routing goes on in the rest unless the searched
+    wiring beat it (a rival routed by a converged LP gains nothing from more: qwen3-235b-64 with TP 8, whose
+    searched wiring lost 0.09% on half the clock).
     `other` = (name, wiring, score, pinned pairs): a second start, searched too (relay hubs that beat `start`
     as built, or the best other start beside the coupled groups' wiring); the two are searched at once, on the
     two cores (`_moves`; one after the other on half the clock each when `beside` is False, the net test
