@@ -275,7 +275,7 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
     """Local search from `start` (never moving the circuits of `pinned` pairs); the answer is the better of the
     improved wiring and the start under the final objective (hop count is only the search's proxy), so it is
     never worse than its start (a start ranked by byte-hops alone, beyond SCORED_STARTS_MAX, is timed by ECMP
-    when the answer's routing stopped on the clock). `rival` = (name, wiring, score, MWU state): a wiring scored
+    before the answer is scored). `rival` = (name, wiring, score, MWU state): a wiring scored
     beside the search; when the searched wiring's floor (`WiringProblem.time_floor`) shows it cannot beat the
     rival, the scoring clock goes on the rival's routing instead (kimi-k2-288: the searched expander's floor is
     0.00126 s, the placed polarity graph routes in 0.00124 s and, with the 18 s more, in 0.00123 s); when the
@@ -345,6 +345,20 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
         _say(params, f"the searched wiring cannot beat {rival[0]} (its floor {floor:.6g} s): routing {rival[0]} on "
                      f"({score_s:.0f} s)")
         return _rival_on(problem, params, name, rival, t0, limit, score_s)
+    as_built = None
+    if start_score is None and not np.array_equal(w.circuit_array, start.circuit_array):
+        # a start ranked by byte-hops alone (beyond SCORED_STARTS_MAX) was never timed: the start as built, by
+        # ECMP (0.2 s at 576 accelerators, off the scoring's clock), so that a routing the clock cuts short
+        # cannot leave the answer worse than it (moe5t-576 at 5 s: a few moves off the near-Moore wiring, MWU's
+        # 5 rounds at 16% above the bound, where the wiring as built is 7.1% above it under ECMP)
+        t1 = time.perf_counter()
+        try:
+            as_built = problem.score(start, "ecmp")
+        except KeyboardInterrupt:      # the searched wiring as it stands, timed by ECMP
+            return _result(problem, name, w, params, t0, Limit.INTERRUPT,
+                           {**(extra or {}), "moves_tried": tried, "moves_kept": kept},
+                           score=problem.score(w, "ecmp"), quick_bound=True)
+        score_s = max(1.0, score_s - (time.perf_counter() - t1))
     # a rival that beat the start as built (or beside a start ranked by hop-bytes alone, beyond 256
     # accelerators) whose routing stopped on the clock (MWU's answer, or a PDLP path LP short of convergence)
     # and can go on: the searched wiring is scored on half the clock, and the rival's routing goes on in the
@@ -360,16 +374,8 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
         left = max(1.0, params.time_limit_s - (time.perf_counter() - t0))
         _say(params, f"{rival[0]} still beats it ({res.objective:.6g} s): routing {rival[0]} on ({left:.0f} s)")
         return _rival_on(problem, params, name, rival, t0, limit, left)
-    if start_score is None and res.limit != Limit.INTERRUPT and _unsettled((res.objective, res.extra["routing"])) \
-            and not np.array_equal(w.circuit_array, start.circuit_array):
-        # starts ranked by byte-hops (beyond SCORED_STARTS_MAX) were never timed: the start as built, by ECMP
-        # (0.2 s at 576 accelerators), so that a routing the clock cut short cannot leave the answer worse than
-        # it (moe5t-576 at 5 s: a few moves off the near-Moore wiring, MWU's 5 rounds at 16% above the bound,
-        # where the wiring as built is 7.1% above it under ECMP)
-        try:
-            start_score = problem.score(start, "ecmp")
-        except KeyboardInterrupt:
-            start_score = None
+    if start_score is None and as_built is not None and res.limit != Limit.INTERRUPT:
+        start_score = as_built
     if start_score is not None and start_score[0] < res.objective:
         kept_as = {} if other is None else {"start": fallback}
         res = _result(problem, name, start, params, t0, res.limit,
