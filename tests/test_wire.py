@@ -1125,6 +1125,27 @@ def test_cluster_rows_and_probes_keep_the_optimum(monkeypatch):
     assert plain.status == SolveStatus.OPTIMAL and plain.objective == pytest.approx(ref.objective, rel=1e-6)
 
 
+def test_the_search_hop_count_matches_shortest_paths():
+    """`_hop_bytes` counts each pair's levels unreached (uint8 below 255 accelerators, uint16 from there): the
+    same distances and sum as csgraph's BFS, inf where a pair with demand has no path, and its distances left
+    out on request."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import shortest_path
+    from solvers.local_search import _hop_bytes
+    rng = np.random.default_rng(3)
+    for n, m in [(12, 9), (40, 60), (300, 330)]:          # few circuits: long paths, pieces with no path between
+        a, b = rng.integers(0, n, m), rng.integers(0, n, m)
+        a, b = a[a != b], b[a != b]
+        ref = shortest_path(csr_matrix((np.ones(a.size), (a, b)), shape=(n, n)), directed=False, unweighted=True)
+        dem = rng.random((n, n)) * (np.isfinite(ref) & (ref > 2))       # demand only where there is a path
+        val, d = _hop_bytes(n, a, b, dem)
+        assert np.array_equal(d, ref) and val == pytest.approx(float((dem * np.where(np.isfinite(ref), ref, 0)).sum()))
+        assert _hop_bytes(n, a, b, dem, dist=False) == (val, None)
+        if not np.isfinite(ref).all():                       # bytes between two pieces: no wiring serves them
+            dem[tuple(np.argwhere(~np.isfinite(ref))[0])] = 1.0
+            assert _hop_bytes(n, a, b, dem)[0] == float("inf")
+
+
 def test_greedy_matching_takes_what_the_edge_by_edge_loop_takes():
     """The block scan gives the loop's matching, in its order: random weights with many ties (the tie-break is
     the edge's place), dense and sparse edge lists, a node's edges far apart in the sorted order."""
