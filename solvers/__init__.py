@@ -541,8 +541,8 @@ def _scored_start(problem: WiringProblem, params: SolveParams, candidates: dict[
         return best, candidates[best], scored[best], scored
     from .local_search import _hop_bytes
     t = problem.traffic.bytes_
-    vals = {k: _hop_bytes(problem.accelerators, w.circuit_array[:, 1], w.circuit_array[:, 3], t + t.T)[0] / 2
-            for k, w in candidates.items()}
+    vals = {k: _hop_bytes(problem.accelerators, w.circuit_array[:, 1], w.circuit_array[:, 3], t + t.T,
+                          dist=False)[0] / 2 for k, w in candidates.items()}
     best = min(vals, key=vals.get)
     _say(params, "starts (hop-bytes): " + ", ".join(f"{k} {v:.6g}" for k, v in vals.items()) + f"; searching from {best}")
     return best, candidates[best], None, {}

@@ -76,7 +76,7 @@ def improve_hops(wiring: Wiring, demand: np.ndarray, time_limit_s: float = 20.0,
     arr = wiring.circuit_array.copy()             # switch, a, a_port, b, b_port
     movable = _movable(arr, pinned)
     if arr.shape[0] < 2:
-        return wiring, _hop_bytes(n, arr[:, 1], arr[:, 3], demand)[0], 0, 0
+        return wiring, _hop_bytes(n, arr[:, 1], arr[:, 3], demand, dist=False)[0], 0, 0
     sym = demand + demand.T
     best, dist = _hop_bytes(n, arr[:, 1], arr[:, 3], sym)
     tried = kept = 0
@@ -117,10 +117,10 @@ def improve_hops(wiring: Wiring, demand: np.ndarray, time_limit_s: float = 20.0,
         new2 = [s, x, r1[4], y, r2[4]]
         old1, old2 = arr[e1].copy(), arr[e2].copy()
         arr[e1], arr[e2] = new1, new2
-        val = _hop_bytes(n, arr[:, 1], arr[:, 3], sym, dist=False)[0]
-        if val <= best:       # the distances (for the pair weights) only for a move kept
+        val, d2 = _hop_bytes(n, arr[:, 1], arr[:, 3], sym)
+        if val <= best:
             kept += int(val < best)
-            best, dist, cum = val, _hop_bytes(n, arr[:, 1], arr[:, 3], sym)[1], None
+            best, dist, cum = val, d2, None
         else:
             arr[e1], arr[e2] = old1, old2
         if progress and time.perf_counter() >= say_at:

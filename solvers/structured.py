@@ -204,9 +204,8 @@ def _graph(n: int, edges: dict[int, list[tuple[int, int]]]) -> tuple[np.ndarray,
 def _join(adj: np.ndarray, dist: np.ndarray, a: int, b: int) -> None:
     """Add the circuit a - b to `adj` and shorten `dist` through it (distances only shrink)."""
     adj[a, b] = adj[b, a] = 1
-    one = dist.dtype.type(1)
-    np.minimum(dist, dist[:, [a]] + one + dist[[b], :], out=dist)
-    np.minimum(dist, dist[:, [b]] + one + dist[[a], :], out=dist)
+    np.minimum(dist, dist[:, [a]] + 1 + dist[[b], :], out=dist)
+    np.minimum(dist, dist[:, [b]] + 1 + dist[[a], :], out=dist)
 
 
 def near_moore(layout: OCSLayout, seed: int = 0) -> Wiring | None:
@@ -534,7 +533,7 @@ def _fewest_byte_hops(draws: list[Wiring], t: np.ndarray) -> int:
     if len(draws) == 1:
         return 0
     from .local_search import _hop_bytes
-    return int(np.argmin([_hop_bytes(w.accelerators, w.circuit_array[:, 1], w.circuit_array[:, 3], t)[0]
+    return int(np.argmin([_hop_bytes(w.accelerators, w.circuit_array[:, 1], w.circuit_array[:, 3], t, dist=False)[0]
                           for w in draws]))
 
 

@@ -402,7 +402,7 @@ class _Vees:
         move took on kimi-k2-288 with TP 4)."""
         from .local_search import _hop_bytes
         a, b = np.nonzero(np.triu((self.adj > 0) | self.intra, 1))
-        return _hop_bytes(self.n, a, b, self.demand)[0]
+        return _hop_bytes(self.n, a, b, self.demand, dist=False)[0]
 
     def search(self, moves: int, deadline: float) -> None:
         """At most `moves` swaps of two V's ends, until the deadline: a swap is kept when it lowers `across`,
