@@ -41,6 +41,7 @@ PATH_LP_IPM_MAX_LINKS = 3000   # links up to which the path LP is solved by inte
 PATH_BUILD_SHARE = 0.5   # of the path LP's clock at most for MWU's rounds and collecting their paths
 PDLP_SHARE = 0.6         # of the time left, for a PDLP path LP when MWU may go on after it (kimi-k2-288: 3 s)
 HELPER_MIN_WORK = 1_000_000   # sources x links from which a helper process runs half of every block (its start: 0.7 s)
+MWU_ON_MIN_S = 0.1    # the least clock left on which MWU goes on after a path LP that did not beat it (or had no time to run)
 
 
 def _path_loads(links: int, rows: np.ndarray, r: np.ndarray, s: np.ndarray, d: np.ndarray, amount: np.ndarray,
@@ -594,7 +595,7 @@ def _mwu_on(net: Network, demand: np.ndarray, best: float, how: str, mwu_how: st
             mwu_rounds: int | None, left: float, seed: int) -> tuple[float, str]:
     """`path_lp_routing`'s answer: when no LP beat MWU, MWU goes on from `state` up to `mwu_rounds` rounds in
     the `left` seconds (if given)."""
-    if how != mwu_how or not mwu_rounds or left < 0.5:
+    if how != mwu_how or not mwu_rounds or left < MWU_ON_MIN_S:
         return best, how
     theta, _, run = mwu_routing(net, demand, rounds=mwu_rounds, time_limit_s=left, seed=seed, resume=state)
     return (theta, f"mwu ({run} rounds)") if theta < best else (best, how)

@@ -181,6 +181,22 @@ def test_path_lp_routing_goes_on_from_its_last_mwu_round(case):
     assert all(kept[i]["run"] > runs[i] for i in (0, 1))
 
 
+def test_path_lp_routing_gives_mwu_the_clock_its_lp_cannot_use(case):
+    """When no path LP beat MWU (or none had time to run), MWU goes on from its last round on the clock left,
+    down to MWU_ON_MIN_S: deepseek-v3-144 at `--time-limit 5` scored its searched wiring in 0.52 s of a 1 s
+    clock (the LP skipped with 0.45 s left, and MWU not resumed below 0.5 s): 0.00524 s, now 0.00491 s."""
+    from synth.routing import MWU_ON_MIN_S, _mwu_on, mwu_routing
+    net, dem = case
+    state: dict = {}
+    theta, _, run = mwu_routing(net, dem, rounds=3, resume=state)
+    how = f"mwu ({run} rounds)"
+    left = max(0.3, 3 * MWU_ON_MIN_S)
+    value, said = _mwu_on(net, dem, theta, how, how, state, 6, left, 0)
+    assert state["run"] == 6 and value <= theta and said.startswith("mwu (")
+    assert _mwu_on(net, dem, theta, "path-lp (3 paths)", how, state, 9, left, 0) == (theta, "path-lp (3 paths)")
+    assert state["run"] == 6          # an LP that beat MWU stands
+
+
 def test_beside_computes_in_the_helper_and_is_given_up_on_cancel():
     import math
     import os
