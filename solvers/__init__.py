@@ -441,7 +441,8 @@ def _unsettled(score: tuple[float, str]) -> bool:
     """Whether a wiring's (time, routing) came from a routing that stopped on the clock: MWU's answer, a PDLP
     path LP short of convergence, or ECMP's where the multi-path routing after it had not caught up yet
     (kimi-k2-288 at 5 s: the near-Moore wiring's 0.5 s of MWU behind its ECMP, 0.00162 s; routed on, 0.0012 s)."""
-    return "mwu (" in score[1] or "unconverged" in score[1] or score[1].startswith("ecmp")
+    return "mwu (" in score[1] or "unconverged" in score[1] or \
+        any(part.startswith("ecmp") for part in score[1].split(", "))     # under phases, one routing per phase
 
 
 def _resumable(state: dict | None) -> bool:

@@ -2135,8 +2135,11 @@ def test_a_rival_with_the_lower_floor_is_routed_on_first(monkeypatch):
     gives 7%)."""
     import solvers
     import synth.problem as sp
-    from solvers import _search, baseline_wiring
+    from solvers import _search, _unsettled, baseline_wiring
     from solvers.baselines import expander
+    # ECMP's answer stands only while the multi-path routing behind it has not caught up; under phases, per phase
+    assert _unsettled((1.0, "ecmp")) and _unsettled((1.0, "ecmp, path-lp (9 paths, 0 generations, optimal)"))
+    assert not _unsettled((1.0, "optimal")) and not _unsettled((1.0, "path-lp (9 paths, 0 generations, optimal)"))
     monkeypatch.setattr(sp, "EXACT_ROUTING_MAX", 4)
     monkeypatch.setattr(sp, "PATH_LP_MAX_LINKS", 0)
     t = np.full((12, 12), 1e9)
