@@ -2111,7 +2111,7 @@ def test_a_rival_that_beat_the_start_shares_the_scoring_clock(monkeypatch):
     # whose floor is below the searched answer: its routing goes on in the clock left, and the better stands
     # (kimi-k2-288 at 5 s: the near-Moore wiring's 0.00162 s by ECMP, floor 0.00117 s; 20% -> 7% above the bound)
     far, said = (score[0] * 1e3, "ecmp"), []
-    res = _search(p, replace(params, progress=said.append), start, "search", time.perf_counter(),
+    res = _search(p, replace(params, progress=said.append, time_limit_s=6), start, "search", time.perf_counter(),
                   {"start": "topoopt"}, None, None, ("expander", rival, far, state))
     assert any("may still beat it" in m for m in said)
     assert res.extra["start"] == "expander" and res.objective <= score[0] and not wiring_violations(res.artifact)
