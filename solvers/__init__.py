@@ -386,8 +386,10 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
             _say(params, f"scoring the searched wiring (best routing, {max(MIN_SCORE_S, left):.0f} s)")
             res = _result(problem, name, w, params, t0, limit,
                           {**(extra or {}), "moves_tried": tried, "moves_kept": kept}, score_s=max(MIN_SCORE_S, left))
-            if res.limit != Limit.INTERRUPT and res.objective >= first.objective:
-                res = first
+            if res.objective >= first.objective:     # after a Ctrl-C while scoring too, the better of the two
+                res = first if res.limit != Limit.INTERRUPT else _result(
+                    problem, name, rival[1], params, t0, Limit.INTERRUPT,
+                    {"start": rival[0], "moves_tried": 0, "moves_kept": 0}, score=(first.objective, first.extra["routing"]))
         halve = False                  # the better of the two stands, against the start below
     else:
         _say(params, f"scoring the searched wiring (best routing, {score_s / (2 if halve else 1):.0f} s)")

@@ -2162,6 +2162,11 @@ def test_a_rival_with_the_lower_floor_is_routed_on_first(monkeypatch):
                   {"start": "torus"}, None, None, ("expander", rival, (2.0, "ecmp"), {**state}))
     assert any("has the lower floor" in m for m in said) and any("scoring the searched" in m for m in said)
     assert res.extra["start"] == "torus" and res.objective < 1.0 and not wiring_violations(res.artifact)
+    # a Ctrl-C while the searched wiring is scored: the better of the two stands, marked as interrupted
+    monkeypatch.setattr(sp.WiringProblem, "score_or_quick", lambda *a, **k: (5.0, "ecmp (Ctrl-C while scoring)", True))
+    res = _search(p, params, start, "search", time.perf_counter(), {"start": "torus"}, None, None,
+                  ("expander", rival, (2.0, "ecmp"), {**state}))
+    assert res.extra["start"] == "expander" and res.objective == 1.0 and res.limit == Limit.INTERRUPT
 
 
 def _sweep_case(seed: int, sizes: tuple[int, int] = (6, 40), phases: bool = False) -> WiringProblem:
