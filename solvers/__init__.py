@@ -338,6 +338,7 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
                     for k, v in ranks.items()}
         extra = {**(extra or {}), "start": best, "searched": searched}
     score_s = max(1.0, params.time_limit_s - (time.perf_counter() - t0))   # the scoring ends on the clock
+    moved = {**(extra or {}), "moves_tried": tried, "moves_kept": kept}     # the searched wiring's extras
     floor = 0.0          # the searched wiring's, looked at only when a rival beats the start
     if rival is not None and (start_score is None or start_score[0] >= rival[2][0]):
         floor = problem.time_floor(w)
@@ -355,8 +356,7 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
         try:
             as_built = problem.score(start, "ecmp")
         except KeyboardInterrupt:      # the searched wiring as it stands, timed by ECMP
-            return _result(problem, name, w, params, t0, Limit.INTERRUPT,
-                           {**(extra or {}), "moves_tried": tried, "moves_kept": kept},
+            return _result(problem, name, w, params, t0, Limit.INTERRUPT, moved,
                            score=problem.score(w, "ecmp"), quick_bound=True)
         score_s = max(1.0, score_s - (time.perf_counter() - t1))
     # a rival that beat the start as built (or beside a start ranked by hop-bytes alone, beyond 256
@@ -378,31 +378,28 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
         first = _rival_on(problem, params, name, rival, t0, limit, score_s / 2)
         left = params.time_limit_s - (time.perf_counter() - t0)
         if first.limit == Limit.INTERRUPT or first.objective <= floor:
-            if first.limit != Limit.INTERRUPT and left >= MIN_SCORE_S and _unsettled((0.0, first.extra["routing"])):
-                first = _rival_on(problem, params, name, (*rival[:2], (first.objective, first.extra["routing"]),
-                                                          rival[3]), t0, limit, left)
+            now = (first.objective, first.extra["routing"])
+            if first.limit != Limit.INTERRUPT and left >= MIN_SCORE_S and _unsettled(now):
+                first = _rival_on(problem, params, name, (*rival[:2], now, rival[3]), t0, limit, left)
             res = first
         else:
             _say(params, f"scoring the searched wiring (best routing, {max(MIN_SCORE_S, left):.0f} s)")
-            res = _result(problem, name, w, params, t0, limit,
-                          {**(extra or {}), "moves_tried": tried, "moves_kept": kept}, score_s=max(MIN_SCORE_S, left))
+            res = _result(problem, name, w, params, t0, limit, moved, score_s=max(MIN_SCORE_S, left))
             if res.objective >= first.objective:     # after a Ctrl-C while scoring too, the better of the two
                 res = first if res.limit != Limit.INTERRUPT else _result(
-                    problem, name, rival[1], params, t0, Limit.INTERRUPT,
-                    {"start": rival[0], "moves_tried": 0, "moves_kept": 0}, score=(first.objective, first.extra["routing"]))
+                    problem, name, rival[1], params, t0, Limit.INTERRUPT, {"start": rival[0], "moves_tried": 0,
+                    "moves_kept": 0}, score=(first.objective, first.extra["routing"]))
         halve = False                  # the better of the two stands, against the start below
     else:
         _say(params, f"scoring the searched wiring (best routing, {score_s / (2 if halve else 1):.0f} s)")
-        res = _result(problem, name, w, params, t0, limit,
-                      {**(extra or {}), "moves_tried": tried, "moves_kept": kept},
-                      score_s=score_s / 2 if halve else score_s)
+        res = _result(problem, name, w, params, t0, limit, moved, score_s=score_s / 2 if halve else score_s)
     if halve and res.limit != Limit.INTERRUPT:
-        left = max(1.0, params.time_limit_s - (time.perf_counter() - t0))
+        left = params.time_limit_s - (time.perf_counter() - t0)
         if res.objective >= rival[2][0]:
-            _say(params, f"{rival[0]} still beats it ({res.objective:.6g} s): routing {rival[0]} on ({left:.0f} s)")
-            return _rival_on(problem, params, name, rival, t0, limit, left)
-        left = params.time_limit_s - (time.perf_counter() - t0)      # only the clock left, no least clock
-        if res.objective > rival_floor and left >= MIN_SCORE_S:
+            _say(params, f"{rival[0]} still beats it ({res.objective:.6g} s): routing {rival[0]} on "
+                         f"({max(1.0, left):.0f} s)")
+            return _rival_on(problem, params, name, rival, t0, limit, max(1.0, left))
+        if res.objective > rival_floor and left >= MIN_SCORE_S:     # only the clock left here, no least clock
             # the searched wiring beat the rival's score, not its floor: the rival's routing goes on in the clock
             # left (otherwise unused), and the better answer stands
             _say(params, f"{rival[0]} may still beat it (its floor {rival_floor:.6g} s): routing {rival[0]} on "
@@ -411,15 +408,13 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
             if routed.objective < res.objective:
                 res = routed
             elif routed.limit == Limit.INTERRUPT:      # Ctrl-C while routing the rival: the searched answer stands
-                res = _result(problem, name, w, params, t0, Limit.INTERRUPT,
-                              {**(extra or {}), "moves_tried": tried, "moves_kept": kept},
+                res = _result(problem, name, w, params, t0, Limit.INTERRUPT, moved,
                               score=(res.objective, res.extra["routing"]))
     if start_score is None and as_built is not None and res.limit != Limit.INTERRUPT:
         start_score = as_built
     if start_score is not None and start_score[0] < res.objective:
         kept_as = {} if other is None else {"start": fallback}
-        res = _result(problem, name, start, params, t0, res.limit,
-                      {**(extra or {}), **kept_as, "moves_tried": tried, "moves_kept": kept, "kept_start": True},
+        res = _result(problem, name, start, params, t0, res.limit, {**moved, **kept_as, "kept_start": True},
                       score=start_score)
     return res
 
