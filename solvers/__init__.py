@@ -63,6 +63,10 @@ VEE_SHARE = 0.2       # of the time limit at most, for the relay V's: three k's 
 UNIFORM_CV = 0.1       # demand spread up to which the geometric near-Moore starts are offered (_near_uniform)
 SCORED_STARTS_MAX = 256   # accelerators up to which the search's starts are ranked by a routing, beyond by byte-hops
 REPLICA_SCORE_SHARE = 0.25   # of the clock left, held back to score a replicated wiring under the step objective
+LOAD_MOVES_SHARE = 0.3   # of the search's clock for the byte-hop moves when load-aware swaps follow them ...
+LOAD_SEARCH_MIN_S = 30.0   # ... from this much search clock (below it the moves keep their share)
+LOAD_SCORE_S = 4.0     # the searched wiring's scoring clock at most when they follow (they route it again)
+LOAD_MIN_S = 6.0       # left of the clock for the load-aware swaps after the search (three routings)
 SEED_FROM = 16         # exact solves above this many accelerators start from the search's wiring (_seeded)
 BOUND_SHARE = 0.25     # of the time limit, for the LP relaxation's bound (solved once per problem)
 EXACT_MIN_S = 1.0      # left of the clock after the seeding search for an exact model to run at all
@@ -297,6 +301,10 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
     budget = max(1.0, params.time_limit_s - (time.perf_counter() - t0))
     # the rest scores the routing: MWU, and from 49 accelerators the path LP that corrects it
     share = 0.5 if problem.accelerators > EXACT_ROUTING_MAX else 0.7
+    # the load-aware swaps after the moves gain more on the clock than more moves, given the time to run
+    loads_next = _load_swaps_apply(problem, params) and budget >= LOAD_SEARCH_MIN_S
+    if loads_next:
+        share = LOAD_MOVES_SHARE
     cap = params.max_moves
     if other is None:       # and from the same start under the next seed on the other core: the fewer byte-hops
         runs2 = _moves(problem, params, [(start, pinned, params.seed), (start, pinned, params.seed + 1)],
@@ -391,6 +399,10 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
                     "moves_kept": 0}, score=(first.objective, first.extra["routing"]))
         halve = False                  # the better of the two stands, against the start below
     else:
+        if loads_next and rival is None:
+            # the load-aware swaps route it again: the path LP is within 1e-5 of the optimum in 1.6 s on dlrm128
+            # at 4 ports, where the whole clock (25 s at 60) took 9 s
+            score_s = min(score_s, LOAD_SCORE_S)
         _say(params, f"scoring the searched wiring (best routing, {score_s / (2 if halve else 1):.0f} s)")
         res = _result(problem, name, w, params, t0, limit, moved, score_s=score_s / 2 if halve else score_s)
     if halve and res.limit != Limit.INTERRUPT:
@@ -416,7 +428,44 @@ def _search(problem: WiringProblem, params: SolveParams, start: Wiring, name: st
         kept_as = {} if other is None else {"start": fallback}
         res = _result(problem, name, start, params, t0, res.limit, {**moved, **kept_as, "kept_start": True},
                       score=start_score)
-    return res
+    return _load_swaps(problem, params, name, res, t0)
+
+
+def _load_swaps_apply(problem: WiringProblem, params: SolveParams) -> bool:
+    """Whether `_load_swaps` may run on `problem` (before the answer and the clock are known): the time
+    objective over multi-hop routes, up to SCORED_STARTS_MAX accelerators, on sparse wirings (two hops reach
+    few pairs: there the byte-hop moves leave the routing 3-4% above the wiring's floor, dlrm128 at 4 ports;
+    on deepseek-v3-pd-96's 18 ports, 60 s of swaps gained 0.03%), and no `--max-moves` (a run bounded by
+    moves is repeatable; the swaps stop on the clock)."""
+    p, n = int(problem.layout.capacity.sum(axis=1).max()), problem.accelerators
+    return problem.objective == "time" and problem.policy != "direct" and params.max_moves is None \
+        and n <= SCORED_STARTS_MAX and p + p * (p - 1) < (n - 1) / 2
+
+
+def _load_swaps(problem: WiringProblem, params: SolveParams, name: str, res: SolveResult, t0: float) -> SolveResult:
+    """`res` after load-aware swaps (`load_search.improve_load`) on the clock left, where they apply
+    (`_load_swaps_apply`, up to PATH_LP_IPM_MAX_LINKS links: the path LP by interior point, whose duals rank the
+    swaps), on an answer short of its bound with LOAD_MIN_S left. Only fixed circuits stay put: the
+    search's pinned ones (relay hubs) are pinned because byte-hops misjudge them, and a swap here is kept on
+    its routed time."""
+    from synth.routing import PATH_LP_IPM_MAX_LINKS
+
+    from .load_search import improve_load
+    left = params.time_limit_s - (time.perf_counter() - t0)
+    if not _load_swaps_apply(problem, params) or res.limit == Limit.INTERRUPT or res.status == SolveStatus.OPTIMAL \
+            or res.artifact is None or not np.isfinite(res.objective) or left < LOAD_MIN_S \
+            or 2 * np.count_nonzero(np.triu(res.artifact.adjacency(), 1)) > PATH_LP_IPM_MAX_LINKS:
+        return res
+    fixed = _pairs_of(problem.fixed_circuits) if problem.fixed_circuits else None
+    _say(params, f"load-aware swaps on the clock left ({left:.0f} s)")
+    w, t, how, routed, kept, cut = improve_load(problem, res.artifact, res.objective, t0 + params.time_limit_s,
+                                                params.seed, fixed, params.progress)
+    extra = {k: v for k, v in res.extra.items() if k not in ("routing", "bounds")}
+    extra["load_swaps"] = {"routed": routed, "kept": kept}
+    _say(params, f"load-aware swaps: done, {routed} routed, {kept} kept, {t:.6g} s")
+    # `how` is empty when no routing here beat the answer's (w is then the answer's wiring)
+    return _result(problem, name, w, params, t0, Limit.INTERRUPT if cut else Limit.TIME if kept else res.limit,
+                   extra, score=(t, how) if how else (res.objective, res.extra["routing"]))
 
 
 def _rival(problem: WiringProblem, aside: dict[str, Wiring], scores: dict[str, tuple[float, str]],

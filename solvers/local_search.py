@@ -55,6 +55,12 @@ def _hop_bytes(n: int, a: np.ndarray, b: np.ndarray, demand: np.ndarray,
     return float((demand * count).sum()), d
 
 
+def rewired(wiring: Wiring, arr: np.ndarray) -> Wiring:
+    """`wiring` with its circuits replaced by the rows of `arr` (switch, a, a_port, b, b_port)."""
+    circuits = tuple(Circuit(int(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in arr)
+    return Wiring(wiring.accelerators, wiring.ports_per_accelerator, circuits, wiring.layout)
+
+
 def _movable(arr: np.ndarray, pinned: set | None) -> np.ndarray:
     """Rows of `arr` the search may move: all but the circuits of the `pinned` pairs (a < b)."""
     if not pinned:
@@ -128,8 +134,7 @@ def improve_hops(wiring: Wiring, demand: np.ndarray, time_limit_s: float = 20.0,
             say_at += PROGRESS_S
     if progress:
         progress(f"local search: done, {tried} moves, {kept} kept, hop-bytes {best / 2:.6g}")
-    circuits = tuple(Circuit(int(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in arr)
-    return Wiring(n, wiring.ports_per_accelerator, circuits, wiring.layout), best / 2, tried, kept
+    return rewired(wiring, arr), best / 2, tried, kept
 
 
 class TwoHopCoverage:
@@ -238,8 +243,7 @@ def improve_two_hop(wiring: Wiring, demand: np.ndarray, time_limit_s: float = 20
     if progress:
         progress(f"two-hop search: done, {tried} moves, {kept} kept, {100 * cov.score / total:.3f}% of the bytes "
                  "within two hops")
-    circuits = tuple(Circuit(int(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in arr)
-    return Wiring(n, wiring.ports_per_accelerator, circuits, wiring.layout), tried, kept
+    return rewired(wiring, arr), tried, kept
 
 
 def moves(start: Wiring, demand: np.ndarray, dense: bool, budget: float, seed: int = 0, cap: int | None = None,

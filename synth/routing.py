@@ -493,7 +493,7 @@ def two_hop_routing(net: Network, demand: np.ndarray, time_limit_s: float = 30.0
 def path_lp_routing(net: Network, demand: np.ndarray, time_limit_s: float = 30.0, rounds: int = 300,
                     max_columns: int = 1_000_000, seed: int = 0,
                     progress: Callable[[str], None] | None = None, mwu_rounds: int | None = None,
-                    resume: dict | None = None) -> tuple[float, str]:
+                    resume: dict | None = None, lengths_out: list | None = None) -> tuple[float, str]:
     """(time, how) of the best routing found by MWU, then the max-concurrent-flow LP restricted to the paths
     the MWU rounds used (a path LP, HiGHS interior point or PDLP), then column generation: a shortest path under the
     LP's capacity duals joins when its reduced cost is negative, until none does (then the answer is the
@@ -510,7 +510,8 @@ def path_lp_routing(net: Network, demand: np.ndarray, time_limit_s: float = 30.0
     converge: deepseek-v3-144 under PDLP at 15 s), MWU goes on from its last round up to `mwu_rounds` rounds
     in the rest, so the answer is not worse than MWU alone's by much more than the LP's time. `resume` (as
     `mwu_routing`'s) lets a later call go on: its MWU adds up to `rounds` rounds to the last call's, and its
-    LP takes the paths of the new rounds.
+    LP takes the paths of the new rounds. `lengths_out` receives the capacity rows' duals (one length per link,
+    >= 0) of the LP whose routing is the answer; nothing when MWU's answer stands.
 
     >>> ring = Network.from_pairs("ring", 4, 4, [(0, 1), (1, 2), (2, 3), (3, 0)], 1.0, 0.0)
     >>> dem = np.zeros((4, 4)); dem[0, 1] = 3.0
@@ -558,6 +559,8 @@ def path_lp_routing(net: Network, demand: np.ndarray, time_limit_s: float = 30.0
         if value < best:
             best, how = value, f"path-lp ({P} paths, {gens} generations{tag}" + \
                 ("" if status == "optimal" else ", unconverged") + ")"
+            if lengths_out is not None and duals:
+                lengths_out[:] = [np.maximum(-duals[0][:E], 0.0)]
         if status != "optimal":
             break
         # column generation: a demand's shortest path under the capacity duals prices out when its length is

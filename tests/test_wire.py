@@ -2448,3 +2448,107 @@ def test_the_other_core_searches_under_the_next_seed_and_the_fewer_byte_hops_win
     runs.clear()
     wire(p, "search", SolveParams(time_limit_s=60, seed=2, max_moves=300, threads=1))
     assert runs[0][1] is None and runs[0][0][2] == 300
+
+
+def _sparse_skewed(n=32, ports=3, seed=5):
+    """Skewed all-to-all on a sparse wiring (two hops reach few pairs): the load-aware swaps' regime."""
+    rng = np.random.default_rng(seed)
+    t = rng.uniform(0.2, 1.0, (n, n)) * rng.uniform(0.2, 1.0, n)[:, None] * 1e8
+    np.fill_diagonal(t, 0)
+    return problem(t + t.T, ports)
+
+
+def test_the_dual_ratio_of_a_wiring_at_its_routing_duals_is_its_time():
+    """The ranking of the load-aware swaps: sum of demand x distance under the routing LP's capacity duals over
+    the duals' capacity-weighted sum is the wiring's time (the Japanese theorem), for the path LP's duals too."""
+    from solvers.load_search import _route, dual_ratio
+    p = _sparse_skewed()
+    w = wire(p, "expander", SolveParams(seed=0)).artifact
+    theta, how, length = _route(p, w, 5.0)
+    assert how.startswith("path-lp")
+    assert dual_ratio(w.adjacency(), length, p.traffic.bytes_, p.port_bytes_per_s) == pytest.approx(theta, rel=1e-4)
+    assert theta == pytest.approx(p.score(w, "optimal")[0], rel=1e-4)
+    # other lengths give a lower bound only; their updates tighten it, and never past the time
+    from solvers.load_search import tightened
+    flat = (length > 0) * 1.0
+    loose = dual_ratio(w.adjacency(), flat, p.traffic.bytes_, p.port_bytes_per_s)
+    tight = tightened(w.adjacency(), flat, p.traffic.bytes_, p.port_bytes_per_s)
+    assert loose < tight <= theta * (1 + 1e-9)
+
+
+def test_load_aware_swaps_keep_only_faster_wirings_on_the_switches():
+    """From an expander on a skewed demand, swaps are kept only when the path LP routes them faster: the answer
+    passes verify, keeps each port on its switch and the pinned circuits where they were, and its time is its
+    routing's (no slower than the start's by the exact LP)."""
+    from solvers.load_search import improve_load
+    p = _sparse_skewed()
+    start = wire(p, "expander", SolveParams(seed=0)).artifact
+    t0 = p.score(start, "optimal")[0]
+    arr = start.circuit_array
+    pin = {(int(min(arr[0, 1], arr[0, 3])), int(max(arr[0, 1], arr[0, 3])))}
+    w, t, how, routed, kept, cut = improve_load(p, start, t0, time.perf_counter() + 8, seed=0, pinned=pin)
+    assert routed > 0 and kept > 0 and not cut and how.startswith("path-lp")
+    assert t < t0 and not wiring_violations(w)
+    assert p.score(w, "optimal")[0] <= t * (1 + 1e-6)
+    ends = {(c.switch, c.a, c.a_port) for c in start.circuits} | {(c.switch, c.b, c.b_port) for c in start.circuits}
+    assert ends == {(c.switch, c.a, c.a_port) for c in w.circuits} | {(c.switch, c.b, c.b_port) for c in w.circuits}
+    assert w.adjacency()[next(iter(pin))] >= start.adjacency()[next(iter(pin))]
+    assert (w.adjacency().sum(axis=1) == start.adjacency().sum(axis=1)).all()
+
+
+def test_the_search_ends_with_load_aware_swaps_where_they_apply(monkeypatch):
+    """`wire --solver search` on a sparse skewed case: the clock left after the scoring goes to the load-aware
+    swaps, and the answer says so; a move budget (a repeatable run), the hops objective and a dense wiring skip
+    them."""
+    import solvers
+    calls = []
+    real = solvers._load_swaps
+
+    def spy(problem, params, name, res, t0):
+        out = real(problem, params, name, res, t0)
+        calls.append((res.objective, out.objective, out.extra.get("load_swaps")))
+        return out
+
+    monkeypatch.setattr(solvers, "_load_swaps", spy)
+    monkeypatch.setattr(solvers, "LOAD_SEARCH_MIN_S", 5.0)     # the moves' smaller share on this short clock
+    p = _sparse_skewed()
+    res = wire(p, "search", SolveParams(time_limit_s=14, seed=0))
+    assert calls and calls[-1][2] is not None and calls[-1][2]["routed"] > 0
+    assert res.objective <= calls[-1][0] and res.extra["load_swaps"] == calls[-1][2]
+    assert not wiring_violations(res.artifact)
+    assert p.score(res.artifact, "optimal")[0] <= res.objective * (1 + 1e-6)
+    calls.clear()
+    res = wire(p, "search", SolveParams(time_limit_s=14, seed=0, max_moves=200))
+    assert "load_swaps" not in res.extra
+    assert "load_swaps" not in wire(replace(p, objective="hops"), "search", SolveParams(time_limit_s=3)).extra
+    assert not solvers._load_swaps_apply(_sparse_skewed(ports=6), SolveParams())
+    assert solvers._load_swaps_apply(p, SolveParams()) and not solvers._load_swaps_apply(p, SolveParams(max_moves=9))
+
+
+def test_ctrl_c_during_load_aware_swaps_keeps_the_swaps_kept(monkeypatch):
+    """A Ctrl-C while a swap is routed ends the swaps with the last wiring kept and its routing's time; the
+    search's answer is then marked interrupted."""
+    import solvers
+    from solvers import load_search
+    p = _sparse_skewed()
+    start = wire(p, "expander", SolveParams(seed=0)).artifact
+    t0 = p.score(start, "optimal")[0]
+    real, calls = load_search._route, []
+
+    def route(*args):
+        calls.append(1)
+        if len(calls) == 6:
+            raise KeyboardInterrupt
+        return real(*args)
+
+    monkeypatch.setattr(load_search, "_route", route)
+    monkeypatch.setattr(load_search.Beside, "start", classmethod(lambda cls, *a: None))    # both here, in turn
+    w, t, how, routed, kept, cut = load_search.improve_load(p, start, t0, time.perf_counter() + 60, seed=0)
+    assert cut and len(calls) == 6 and routed == 4 and t <= t0 and not wiring_violations(w)
+    assert p.score(w, "optimal")[0] <= t * (1 + 1e-6)
+    assert (kept > 0) == (t < t0)
+    monkeypatch.setattr(load_search, "improve_load", lambda problem, wiring, time_s, *a: (wiring, time_s, "", 1, 0, True))
+    res = wire(p, "expander", SolveParams(seed=0))
+    out = solvers._load_swaps(p, SolveParams(time_limit_s=60), "search", res, time.perf_counter())
+    assert out.limit == Limit.INTERRUPT and out.extra["load_swaps"] == {"routed": 1, "kept": 0}
+    assert out.objective == res.objective
