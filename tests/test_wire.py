@@ -2494,6 +2494,10 @@ def test_load_aware_swaps_keep_only_faster_wirings_on_the_switches():
     assert ends == {(c.switch, c.a, c.a_port) for c in w.circuits} | {(c.switch, c.b, c.b_port) for c in w.circuits}
     assert w.adjacency()[next(iter(pin))] >= start.adjacency()[next(iter(pin))]
     assert (w.adjacency().sum(axis=1) == start.adjacency().sum(axis=1)).all()
+    # every circuit pinned: nothing to swap, the start comes back
+    every = {(int(min(r[1], r[3])), int(max(r[1], r[3]))) for r in arr}
+    w, t, how, routed, kept, cut = improve_load(p, start, t0, time.perf_counter() + 8, seed=0, pinned=every)
+    assert w is start and routed == kept == 0 and t <= t0 and not cut
 
 
 def test_the_search_ends_with_load_aware_swaps_where_they_apply(monkeypatch):
