@@ -32,7 +32,7 @@ from scipy.sparse.csgraph import dijkstra
 
 from synth.model import Wiring
 from synth.problem import WiringProblem
-from synth.routing import Beside
+from synth.routing import Beside, path_lp_routing
 
 from .local_search import PROGRESS_S, _movable, rewired
 
@@ -46,7 +46,6 @@ ROUTE_S = 2.0        # the path LP's least clock per wiring (dlrm128 at 4 ports:
 
 def _route(problem: WiringProblem, w: Wiring, clock: float) -> tuple[float, str, np.ndarray]:
     """(time, routing, lengths: n x n, directed, 0 off the links) of wiring `w` by the path LP."""
-    from synth.routing import path_lp_routing
     n = problem.accelerators
     net = problem.network(w)
     out: list = []
@@ -134,11 +133,12 @@ def _ranked(n: int, count: np.ndarray, length: np.ndarray, demand: np.ndarray, b
         return []
     switches = np.array(sorted(by_switch))
     weights = np.array([by_switch[s].size for s in switches], dtype=np.float64)
+    weights /= weights.sum()
     out = []
     for _ in range(samples):
         if time.perf_counter() > until:
             break
-        on = by_switch[int(rng.choice(switches, p=weights / weights.sum()))]
+        on = by_switch[int(rng.choice(switches, p=weights))]
         i, k = rng.choice(on, 2, replace=False)
         a, b, c, d = int(arr[i, 1]), int(arr[i, 3]), int(arr[k, 1]), int(arr[k, 3])
         if rng.random() < 0.5:           # (a, b), (c, d) -> (a, c), (b, d), else (a, d), (b, c)
