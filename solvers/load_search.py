@@ -30,7 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
-from synth.model import Wiring
+from synth.model import Wiring, circuit_adjacency
 from synth.problem import WiringProblem
 from synth.routing import Beside, path_lp_routing
 
@@ -108,10 +108,7 @@ def tightened(count: np.ndarray, length: np.ndarray, demand: np.ndarray, bandwid
 def _carried(arr: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(circuits per pair, lengths) of the circuits `arr`: a pair's length as it was, a new pair's the median
     link length."""
-    n = length.shape[0]
-    count = np.zeros((n, n), dtype=np.int64)
-    np.add.at(count, (arr[:, 1], arr[:, 3]), 1)
-    np.add.at(count, (arr[:, 3], arr[:, 1]), 1)
+    count = circuit_adjacency(length.shape[0], arr)
     fresh = (count > 0) & (length == 0)
     out = length.copy()
     out[fresh] = float(np.median(length[length > 0])) if (length > 0).any() else 1.0

@@ -202,6 +202,16 @@ class Circuit:
             object.__setattr__(self, "b_port", ap)
 
 
+def circuit_adjacency(n: int, arr: np.ndarray) -> np.ndarray:
+    """Symmetric (n, n) matrix of circuit counts between accelerator pairs of the circuit rows `arr` (switch,
+    a, a_port, b, b_port), as `Wiring.circuit_array` gives them."""
+    adj = np.zeros((n, n), dtype=np.int64)
+    np.add.at(adj, (arr[:, 1], arr[:, 3]), 1)
+    np.add.at(adj, (arr[:, 3], arr[:, 1]), 1)
+    np.fill_diagonal(adj, np.diagonal(adj) // 2)
+    return adj
+
+
 @dataclass(frozen=True, eq=False)
 class Wiring:
     """A set of circuits on an OCS layout. Structure is checked here; rules (ports in one circuit at most,
@@ -241,12 +251,7 @@ class Wiring:
 
     def adjacency(self) -> np.ndarray:
         """Symmetric (N, N) matrix of circuit counts between accelerator pairs."""
-        adj = np.zeros((self.accelerators, self.accelerators), dtype=np.int64)
-        arr = self.circuit_array
-        np.add.at(adj, (arr[:, 1], arr[:, 3]), 1)
-        np.add.at(adj, (arr[:, 3], arr[:, 1]), 1)
-        np.fill_diagonal(adj, np.diagonal(adj) // 2)
-        return adj
+        return circuit_adjacency(self.accelerators, self.circuit_array)
 
     def degree(self) -> np.ndarray:
         arr = self.circuit_array

@@ -556,18 +556,18 @@ def path_lp_routing(net: Network, demand: np.ndarray, time_limit_s: float = 30.0
         if not np.isfinite(value):
             break
         value *= d_scale / c_scale
+        y = np.maximum(-duals[0][:E], 0.0) if duals else None       # the capacity rows' duals: link lengths
         if value < best:
             best, how = value, f"path-lp ({P} paths, {gens} generations{tag}" + \
                 ("" if status == "optimal" else ", unconverged") + ")"
-            if lengths_out is not None and duals:
-                lengths_out[:] = [np.maximum(-duals[0][:E], 0.0)]
+            if lengths_out is not None and y is not None:
+                lengths_out[:] = [y]
         if status != "optimal":
             break
         # column generation: a demand's shortest path under the capacity duals prices out when its length is
         # below the demand row's dual (reduced cost < 0). When none does, the LP is optimal over all paths.
         stale = stale + 1 if value > last * (1 - 1e-6) else 0
         last = min(last, value)
-        y = np.maximum(-duals[0][:E], 0.0)
         u = duals[0][E:]
         eps = 1e-9 * max(float(y.max()), 1e-300)      # csgraph drops zero-length links; ties stay shortest
         g = sp.csr_matrix((y + eps, (net.src, net.dst)), shape=(net.nodes, net.nodes))
