@@ -580,8 +580,49 @@ def _lp_relaxation(problem: WiringProblem, time_limit_s: float):
     return _LP_CACHE[problem]
 
 
+class ConcurrentFlow:
+    """The rows of max concurrent flow of a demand d (n x n, in units of a circuit's capacity) by source on the
+    complete digraph, with one capacity column per pair (both its arcs): columns are the flows (one block of
+    arcs per source with demand), the pairs' capacities, then lambda; `eq` (conservation: out - in - lambda x
+    supply = 0 at every (source, node)) and `cap` (flow on an arc - its pair's capacity <= 0). `pairs` lists
+    each pair as (min, max), in the order of its column."""
+
+    def __init__(self, d: np.ndarray) -> None:
+        n = d.shape[0]
+        self.i, self.j = i, j = np.nonzero(~np.eye(n, dtype=bool))
+        A = i.size
+        ends, self.arc_pair = np.unique(np.minimum(i, j) * n + np.maximum(i, j), return_inverse=True)
+        self.pairs = list(zip((ends // n).tolist(), (ends % n).tolist()))
+        self.srcs = srcs = np.flatnonzero(d.sum(axis=1) > 0)
+        K = srcs.size
+        self.nf = nf = K * A
+        self.nv = nv = nf + len(self.pairs) + 1
+        self.k_idx, self.a_idx = np.repeat(np.arange(K), A), np.tile(np.arange(A), K)
+        col = np.arange(nf)
+        supply = -d[srcs]                                  # K x n: the row total at the source, -d elsewhere
+        supply[np.arange(K), srcs] = d[srcs].sum(axis=1)
+        self.eq = sp.csr_matrix((np.concatenate([np.ones(nf), -np.ones(nf), -supply.ravel()]),
+                                 (np.concatenate([self.k_idx * n + i[self.a_idx], self.k_idx * n + j[self.a_idx],
+                                                  np.arange(K * n)]),
+                                  np.concatenate([col, col, np.full(K * n, nv - 1)]))), shape=(K * n, nv))
+        self.cap = sp.csr_matrix((np.concatenate([np.ones(nf), -np.ones(A)]),
+                                  (np.concatenate([self.a_idx, np.arange(A)]),
+                                   np.concatenate([col, nf + self.arc_pair]))), shape=(A, nv))
+
+    def solve(self, A_ub, b_ub, time_limit_s: float, ub: np.ndarray | None = None):
+        """Largest lambda under the conservation rows and the given rows (interior point); None when HiGHS does
+        not find it (out of time, or lambda 0)."""
+        from scipy.optimize import linprog
+        c = np.zeros(self.nv)
+        c[-1] = -1.0
+        ub = np.full(self.nv, np.inf) if ub is None else ub
+        res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=self.eq, b_eq=np.zeros(self.eq.shape[0]),
+                      bounds=np.stack([np.zeros(self.nv), ub], 1), method="highs-ipm",
+                      options={"time_limit": time_limit_s})
+        return None if res.status != 0 or res.x[-1] <= 0 else res.x
+
+
 def _solve_lp_relaxation(problem: WiringProblem, time_limit_s: float):
-    from scipy.optimize import linprog
     n = problem.accelerators
     if problem.objective != "time" or n > LP_BOUND_MAX:
         return None
@@ -589,54 +630,18 @@ def _solve_lp_relaxation(problem: WiringProblem, time_limit_s: float):
     # carries 1 and lambda is O(1) whatever the bytes and the bandwidth (unscaled, 1 KB at 100 Gbit/s made
     # lambda ~1e7 and the interior point's roundings left lp-round a wiring that could not route every demand)
     unit = problem.traffic.bytes_.max() / problem.port_bytes_per_s
-    t = problem.traffic.bytes_ / problem.traffic.bytes_.max()
-    cap = 1.0
-    i, j = np.nonzero(~np.eye(n, dtype=bool))
-    A = len(i)                                             # directed arcs
-    pu = np.flatnonzero(i < j)                             # undirected pair of each arc: index of (min, max)
-    pair_of = {(a, b): k for k, (a, b) in enumerate(zip(i[pu].tolist(), j[pu].tolist()))}
-    arc_pair = np.array([pair_of[(min(a, b), max(a, b))] for a, b in zip(i.tolist(), j.tolist())])
-    P = len(pu)
-    srcs = np.flatnonzero(t.sum(axis=1) > 0)
-    K = len(srcs)
-    direct = problem.policy == "direct"
-    nf = K * A
-    nv = nf + P + 1                                        # flows, x, lambda
-    lam = nv - 1
-    k_idx = np.repeat(np.arange(K), A)
-    a_idx = np.tile(np.arange(A), K)
-    col = np.arange(nf)
-    # conservation per (k, v): out - in - lambda * supply = 0; supply = row total at k, -t[k, v] elsewhere
-    rows = np.concatenate([k_idx * n + i[a_idx], k_idx * n + j[a_idx]])
-    cols = np.concatenate([col, col])
-    vals = np.concatenate([np.ones(nf), -np.ones(nf)])
-    supply = -t[srcs]                                      # K x n
-    supply[np.arange(K), srcs] = t[srcs].sum(axis=1)
-    rows = np.concatenate([rows, np.arange(K * n)])
-    cols = np.concatenate([cols, np.full(K * n, lam)])
-    vals = np.concatenate([vals, -supply.ravel()])
-    A_eq = sp.csr_matrix((vals, (rows, cols)), shape=(K * n, nv))
-    # capacity: sum_k f[k, arc] - cap * x[pair] <= 0; degree: sum of x at a node <= ports
-    cap_rows = np.concatenate([a_idx, np.arange(A)])
-    cap_cols = np.concatenate([col, nf + arc_pair])
-    cap_vals = np.concatenate([np.ones(nf), np.full(A, -cap)])
-    ports = problem.layout.capacity.sum(axis=1)
-    deg_rows = np.concatenate([i[pu], j[pu]])
-    deg_cols = nf + np.concatenate([np.arange(P), np.arange(P)])
-    A_ub = sp.vstack([sp.csr_matrix((cap_vals, (cap_rows, cap_cols)), shape=(A, nv)),
-                      sp.csr_matrix((np.ones(2 * P), (deg_rows, deg_cols)), shape=(n, nv))])
-    b_ub = np.concatenate([np.zeros(A), ports])
-    ub = np.full(nv, np.inf)
-    if direct:  # a source's flow may only leave the source and enter its destination directly
-        ub[:nf][(i[a_idx] != srcs[k_idx])] = 0.0
-    c = np.zeros(nv)
-    c[lam] = -1.0
-    res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=np.zeros(K * n),
-                  bounds=np.stack([np.zeros(nv), ub], 1), method="highs-ipm", options={"time_limit": time_limit_s})
-    if res.status != 0 or res.x[lam] <= 0:
+    f = ConcurrentFlow(problem.traffic.bytes_ / problem.traffic.bytes_.max())
+    P = len(f.pairs)
+    ends = np.array(f.pairs).T                            # degree: sum of a node's pairs' circuits <= its ports
+    A_ub = sp.vstack([f.cap, sp.csr_matrix((np.ones(2 * P), (ends.ravel(), f.nf + np.tile(np.arange(P), 2))),
+                                           shape=(n, f.nv))])
+    ub = np.full(f.nv, np.inf)
+    if problem.policy == "direct":  # a source's flow may only leave the source and enter its destination directly
+        ub[:f.nf][f.i[f.a_idx] != f.srcs[f.k_idx]] = 0.0
+    x = f.solve(A_ub, np.concatenate([np.zeros(f.i.size), problem.layout.capacity.sum(axis=1)]), time_limit_s, ub)
+    if x is None:
         return None
-    pairs = list(zip(i[pu].tolist(), j[pu].tolist()))
-    return float(unit / res.x[lam]) * (1 - 1e-9), pairs, res.x[nf:nf + P]
+    return float(unit / x[-1]) * (1 - 1e-9), f.pairs, x[f.nf:f.nf + P]
 
 
 def _moore_at_surplus(sub: WiringProblem, X: int, M: np.ndarray, cap: float) -> np.ndarray:
@@ -746,8 +751,10 @@ def group_cut_bound(problem: WiringProblem, lp: bool = False,
     groups, which have sum of ports - 2x ends: group g holds c_g of them, and its bytes out of (into) it leave
     (enter) on those alone, so the phase takes at least max(out_g, in_g) / (c_g B), and since sum_g c_g <=
     ports - 2x, at least sum_g max(out_g, in_g) / ((ports - 2x) B) (the group cut; a pipeline's one-way
-    hand-off counts twice what its bytes over both directions would: llama405b-tp8pp2-16 2.7867 -> 2.8007 ms);
-    and a wiring with x circuits on the P pairs inside groups has at least
+    hand-off counts twice what its bytes over both directions would: llama405b-tp8pp2-16 2.7867 -> 2.8007 ms),
+    and at least 2 Q / (ports - 2x), Q its time on one circuit across routed on the groups' quotient
+    (`group_quotient_time`: llama405b-tp8pp4-32's hand-offs between four stages, 12.322 -> 12.368 ms); and a
+    wiring with x circuits on the P pairs inside groups has at least
     x - P of them beyond a pair's first, so its Moore bound with 2 (X - max(0, x - P)) neighbour slots holds
     (both rising in x), beside its own best bound. The step takes at least the weighted sum at the wiring's
     own x, so the minimum over x bounds every wiring: intervals of x are bounded by the group phase at their
@@ -779,7 +786,8 @@ def group_cut_bound(problem: WiringProblem, lp: bool = False,
             between = np.where(same, 0.0, t)
             across = float(np.maximum(np.bincount(label, between.sum(axis=1)),
                                       np.bincount(label, between.sum(axis=0))).sum())
-            cut = np.where(ext > 0, across / np.where(ext > 0, ext, 1.0), np.inf if across > 0 else 0.0)
+            one = max(across / (2 * B), group_quotient_time(t, label, B))      # seconds on one circuit across
+            cut = np.where(ext > 0, 2 * B * one / np.where(ext > 0, ext, 1.0), np.inf if across > 0 else 0.0)
             rising += w * np.maximum(max(named.values()), np.maximum(moore, cut))
     w_g, sub_g, named_g = parts[which]
     test = _relay_count_test(sub_g)
@@ -791,6 +799,44 @@ def group_cut_bound(problem: WiringProblem, lp: bool = False,
         return falling[x]
 
     return _least_over(X, lambda lo, hi: fall(hi) + float(rising[lo:hi + 1].min()), lambda: len(falling))
+
+
+QUOTIENT_MAX_GROUPS = 40   # groups at most for `group_quotient_time`'s LP (40: 62,400 flow variables, 1-2 s)
+
+
+def group_quotient_time(t: np.ndarray, label: np.ndarray, B: float, time_limit_s: float = 5.0) -> float:
+    """Q (seconds): a demand's bytes between groups (`label`) take at least Q / c on any wiring with c circuits
+    between the groups. Contract each group to a node: a wiring's circuits between groups become a multigraph
+    on the groups with c edges, each carrying B per direction, and every byte between groups is routed on it
+    (the circuits inside a group only add capacity the quotient does not need). So the phase takes at least
+    the max-concurrent-flow time on the best fractional multigraph with c edges, which scales as 1 / c: Q is
+    that time with one edge in all (an LP: fractional edges c_ij summing to 1, flows by source group). Never
+    below the group cut's sum_g max(out_g, in_g) / 2B, and above it where the bytes go between groups that
+    are not all adjacent: a four-stage pipeline's hand-offs g -> g + 1 need a path or a ring of stages and
+    take 3 P / (c B), not 2 P / (c B) (llama405b-tp8pp4-32). Where every pair of groups on edges of its own
+    (c_ij in proportion to the pair's busier direction) already meets that cut, as a uniform all-to-all's do,
+    it is Q and no LP runs. 0 beyond QUOTIENT_MAX_GROUPS groups, without bytes between groups, or when the LP
+    does not finish."""
+    k = int(label.max()) + 1
+    if k < 2 or k > QUOTIENT_MAX_GROUPS:
+        return 0.0
+    onehot = sp.csr_matrix((np.ones(label.size), (label, np.arange(label.size))), shape=(k, label.size))
+    D = np.asarray((onehot @ sp.csr_matrix(t) @ onehot.T).todense())
+    np.fill_diagonal(D, 0.0)
+    if not (D > 0).any():
+        return 0.0
+    cut = np.maximum(D.sum(axis=0), D.sum(axis=1)).sum() / 2        # the busier direction's cut, below Q
+    direct = np.maximum(D, D.T)[np.triu_indices(k, 1)].sum()        # every pair on its own edges, above Q
+    if direct <= cut * (1 + 1e-9):                                  # (a uniform all-to-all: no LP)
+        return float(cut / B)
+    scale = D.max()
+    f = ConcurrentFlow(D / scale)
+    E = len(f.pairs)
+    one = sp.csr_matrix((np.ones(E), (np.zeros(E, dtype=np.int64), f.nf + np.arange(E))), shape=(1, f.nv))
+    x = f.solve(sp.vstack([f.cap, one]), np.concatenate([np.zeros(f.i.size), [1.0]]), time_limit_s)
+    if x is None:
+        return 0.0
+    return float(scale / (x[-1] * B)) * (1 - 1e-7)
 
 
 _PHASES_CACHE = ProblemCache()
