@@ -745,23 +745,19 @@ def group_cut_bound(problem: WiringProblem, lp: bool = False,
     """The phases objective's bound on circuits inside the groups of a TP-like phase (`group_phase`; 0 when
     there is none).
 
-    Write x for a wiring's circuits with both ends in one group. The group phase's demand is all inside the
-    groups, so at most x circuits serve it directly: it takes at least its relay count with the x best
-    circuits' savings (falling in x). Every other phase's bytes between groups cross the circuits between
-    groups, which have sum of ports - 2x ends: group g holds c_g of them, and its bytes out of (into) it leave
-    (enter) on those alone, so the phase takes at least max(out_g, in_g) / (c_g B), and since sum_g c_g <=
-    ports - 2x, at least sum_g max(out_g, in_g) / ((ports - 2x) B) (the group cut; a pipeline's one-way
-    hand-off counts twice what its bytes over both directions would: llama405b-tp8pp2-16 2.7867 -> 2.8007 ms),
-    and at least 2 Q / (ports - 2x), Q its time on one circuit across routed on the groups' quotient
-    (`group_quotient_time`: llama405b-tp8pp4-32's hand-offs between four stages, 12.322 -> 12.368 ms); and a
-    wiring with x circuits on the P pairs inside groups has at least
-    x - P of them beyond a pair's first, so its Moore bound with 2 (X - max(0, x - P)) neighbour slots holds
-    (both rising in x), beside its own best bound. The step takes at least the weighted sum at the wiring's
-    own x, so the minimum over x bounds every wiring: intervals of x are bounded by the group phase at their
-    upper end and the others at their lower end, the least split until a single x or SHARED_EVALS relay
-    counts (qwen3-235b-64: x = 270 or so, two circuits per TP pair being x = 192; 0.887 -> 0.901 ms, since the
-    shared-circuits bound let its all-to-all keep every circuit between groups while the TP pairs took
-    three)."""
+    Write x for a wiring's circuits with both ends in one group. The group phase's demand is all inside the groups,
+    so at most x circuits serve it directly: it takes at least its relay count with the x best circuits' savings
+    (falling in x). Every other phase's bytes between groups cross the circuits between groups, at most (ports - 2x)
+    / 2 of them, so it takes at least 2 Q / (ports - 2x), Q its time on one circuit between groups
+    (`group_quotient_time`: each group's busier direction, and the bytes routed on the groups' quotient;
+    llama405b-tp8pp2-16 2.7867 -> 2.8007 ms, llama405b-tp8pp4-32 12.294 -> 12.368 ms, where the bytes of both
+    directions over both directions' capacity gave the first figures); and a wiring with x circuits on the P pairs
+    inside groups has at least x - P of them beyond a pair's first, so its Moore bound with 2 (X - max(0, x - P))
+    neighbour slots holds (both rising in x), beside its own best bound. The step takes at least the weighted sum at
+    the wiring's own x, so the minimum over x bounds every wiring: intervals of x are bounded by the group phase at
+    their upper end and the others at their lower end, the least split until a single x or SHARED_EVALS relay counts
+    (qwen3-235b-64: x = 270 or so, two circuits per TP pair being x = 192; 0.887 -> 0.901 ms, since the
+    shared-circuits bound let its all-to-all keep every circuit between groups while the TP pairs took three)."""
     found = group_phase(problem)
     if found is None:
         return 0.0
@@ -783,11 +779,8 @@ def group_cut_bound(problem: WiringProblem, lp: bool = False,
                 continue
             t = sub.traffic.bytes_
             moore = _moore_at_surplus(sub, X, np.maximum(0, xs - P), cap)
-            between = np.where(same, 0.0, t)
-            across = float(np.maximum(np.bincount(label, between.sum(axis=1)),
-                                      np.bincount(label, between.sum(axis=0))).sum())
-            one = max(across / (2 * B), group_quotient_time(t, label, B))      # seconds on one circuit across
-            cut = np.where(ext > 0, 2 * B * one / np.where(ext > 0, ext, 1.0), np.inf if across > 0 else 0.0)
+            one = group_quotient_time(t, label, B)                  # seconds on one circuit between groups
+            cut = np.where(ext > 0, 2 * B * one / np.where(ext > 0, ext, 1.0), np.inf if one > 0 else 0.0)
             rising += w * np.maximum(max(named.values()), np.maximum(moore, cut))
     w_g, sub_g, named_g = parts[which]
     test = _relay_count_test(sub_g)
@@ -806,37 +799,37 @@ QUOTIENT_MAX_GROUPS = 40   # groups at most for `group_quotient_time`'s LP (40: 
 
 def group_quotient_time(t: np.ndarray, label: np.ndarray, B: float, time_limit_s: float = 5.0) -> float:
     """Q (seconds): a demand's bytes between groups (`label`) take at least Q / c on any wiring with c circuits
-    between the groups. Contract each group to a node: a wiring's circuits between groups become a multigraph
-    on the groups with c edges, each carrying B per direction, and every byte between groups is routed on it
-    (the circuits inside a group only add capacity the quotient does not need). So the phase takes at least
-    the max-concurrent-flow time on the best fractional multigraph with c edges, which scales as 1 / c: Q is
-    that time with one edge in all (an LP: fractional edges c_ij summing to 1, flows by source group). Never
-    below the group cut's sum_g max(out_g, in_g) / 2B, and above it where the bytes go between groups that
-    are not all adjacent: a four-stage pipeline's hand-offs g -> g + 1 need a path or a ring of stages and
-    take 3 P / (c B), not 2 P / (c B) (llama405b-tp8pp4-32). Where every pair of groups on edges of its own
-    (c_ij in proportion to the pair's busier direction) already meets that cut, as a uniform all-to-all's do,
-    it is Q and no LP runs. 0 beyond QUOTIENT_MAX_GROUPS groups, without bytes between groups, or when the LP
-    does not finish."""
+    between the groups.
+
+    Group g holds c_g of those circuits' ends, and its bytes out of (into) it leave (enter) on those alone, so
+    the demand takes at least max(out_g, in_g) / (c_g B); since sum_g c_g = 2 c, at least sum_g max(out_g,
+    in_g) / (2 c B): the busier direction's cut (a pipeline's one-way hand-off counts twice what its bytes
+    over both directions would). Sharper, contract each group to a node: a wiring's circuits between groups
+    become a multigraph on the groups with c edges, each carrying B per direction, and every byte between
+    groups is routed on it (the circuits inside a group only add capacity the quotient does not need). So the
+    demand takes at least the max-concurrent-flow time on the best fractional multigraph with c edges, which
+    scales as 1 / c: with one edge in all, an LP (fractional edges c_ij summing to 1, flows by source group).
+    It is above the cut where the bytes go between groups that are not all adjacent: a four-stage pipeline's
+    hand-offs g -> g + 1 need a path or a ring of stages and take 3 P / (c B), not 2 P / (c B)
+    (llama405b-tp8pp4-32). Where every pair of groups on edges of its own (c_ij in proportion to the pair's
+    busier direction) already meets the cut, as a uniform all-to-all's do, the cut is Q and no LP runs; so it
+    is beyond QUOTIENT_MAX_GROUPS groups or when the LP does not finish. 0 without bytes between groups."""
     k = int(label.max()) + 1
-    if k < 2 or k > QUOTIENT_MAX_GROUPS:
-        return 0.0
     onehot = sp.csr_matrix((np.ones(label.size), (label, np.arange(label.size))), shape=(k, label.size))
     D = np.asarray((onehot @ sp.csr_matrix(t) @ onehot.T).todense())
     np.fill_diagonal(D, 0.0)
     if not (D > 0).any():
         return 0.0
-    cut = np.maximum(D.sum(axis=0), D.sum(axis=1)).sum() / 2        # the busier direction's cut, below Q
-    direct = np.maximum(D, D.T)[np.triu_indices(k, 1)].sum()        # every pair on its own edges, above Q
-    if direct <= cut * (1 + 1e-9):                                  # (a uniform all-to-all: no LP)
-        return float(cut / B)
+    cut = float(np.maximum(D.sum(axis=0), D.sum(axis=1)).sum() / (2 * B))
+    direct = np.maximum(D, D.T)[np.triu_indices(k, 1)].sum() / B          # every pair on its own edges: >= Q
+    if direct <= cut * (1 + 1e-9) or k > QUOTIENT_MAX_GROUPS:
+        return cut
     scale = D.max()
     f = ConcurrentFlow(D / scale)
     E = len(f.pairs)
     one = sp.csr_matrix((np.ones(E), (np.zeros(E, dtype=np.int64), f.nf + np.arange(E))), shape=(1, f.nv))
     x = f.solve(sp.vstack([f.cap, one]), np.concatenate([np.zeros(f.i.size), [1.0]]), time_limit_s)
-    if x is None:
-        return 0.0
-    return float(scale / (x[-1] * B)) * (1 - 1e-7)
+    return cut if x is None else max(cut, float(scale / (x[-1] * B)) * (1 - 1e-7))
 
 
 _PHASES_CACHE = ProblemCache()

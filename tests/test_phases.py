@@ -190,7 +190,7 @@ def test_group_cut_counts_each_group_by_its_busier_direction(seed, monkeypatch):
 def test_group_quotient_time_of_a_pipeline():
     """Hand-offs g -> g + 1 of P bytes between four stages, with one circuit in all between the stages (fractional):
     the best is a third of it on each of the three hops (or a ring, the same), 3 P / B; two stages: P / B,
-    what the busier direction's cut says. Beyond QUOTIENT_MAX_GROUPS groups it gives nothing (0)."""
+    what the busier direction's cut says. Beyond QUOTIENT_MAX_GROUPS groups it is that cut (no LP)."""
     from solvers.bounds import QUOTIENT_MAX_GROUPS, group_quotient_time
     B, P = 100e9 / 8, 4e6
     for k, want in ((4, 3 * P / B), (2, P / B)):
@@ -200,8 +200,9 @@ def test_group_quotient_time_of_a_pipeline():
             t[2 * g, 2 * g + 2] = t[2 * g + 1, 2 * g + 3] = P / 2
         t[0, 1] = 1e9                                         # bytes inside a group are not routed on the quotient
         assert group_quotient_time(t, label, B) == pytest.approx(want, rel=1e-6)
-    k = QUOTIENT_MAX_GROUPS + 1
-    assert group_quotient_time(np.ones((k, k)) - np.eye(k), np.arange(k), B) == 0.0
+    k = QUOTIENT_MAX_GROUPS + 1                               # a chain of k stages: every stage sends or takes P
+    assert group_quotient_time(np.eye(k, k=1) * P, np.arange(k), B) == pytest.approx(k * P / (2 * B))
+    assert group_quotient_time(np.ones((3, 3)) - np.eye(3), np.zeros(3, dtype=int), B) == 0.0   # one group
 
 
 def test_group_cut_routes_a_pipeline_on_its_stages_quotient(monkeypatch):
