@@ -1232,7 +1232,8 @@ def test_the_polarity_graph_of_a_larger_plane_keeps_as_many_colours_as_ports_and
         # two hops reach close to the Moore count p + p (p - 1) (C4-free but for the re-paired circuits);
         # the random expander's average distance is 3-10% longer
         assert (d <= 2).sum() / n - 1 >= within and e.mean() > 1.03 * d.mean()
-        assert near_moore(lay, seed=1).circuits != w.circuits and near_moore(lay).circuits == w.circuits
+        if n <= 256:            # a plane trimmed (256) and one grown (64): the seed picks which vertices, repeatably
+            assert near_moore(lay, seed=1).circuits != w.circuits and near_moore(lay).circuits == w.circuits
     for n, ports in ((100, 16), (400, 32)):      # no prime power q >= p - 1 whose order is near enough
         assert polarity_orders(OCSLayout.uniform(n, ports)) == []
 
