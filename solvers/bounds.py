@@ -794,6 +794,13 @@ def group_cut_bound(problem: WiringProblem, lp: bool = False,
     return _least_over(X, lambda lo, hi: fall(hi) + float(rising[lo:hi + 1].min()), lambda: len(falling))
 
 
+def group_sums(t: np.ndarray, label: np.ndarray) -> np.ndarray:
+    """(k, k) bytes from group to group (the diagonal: inside each group) of t, groups `label` = 0 .. k - 1."""
+    k = int(label.max()) + 1
+    onehot = sp.csr_matrix((np.ones(label.size), (label, np.arange(label.size))), shape=(k, label.size))
+    return np.asarray((onehot @ sp.csr_matrix(t) @ onehot.T).todense())
+
+
 QUOTIENT_MAX_GROUPS = 40   # groups at most for `group_quotient_time`'s LP (40: 62,400 flow variables, 1-2 s)
 
 
@@ -814,14 +821,13 @@ def group_quotient_time(t: np.ndarray, label: np.ndarray, B: float, time_limit_s
     (llama405b-tp8pp4-32). Where every pair of groups on edges of its own (c_ij in proportion to the pair's
     busier direction) already meets the cut, as a uniform all-to-all's do, the cut is Q and no LP runs; so it
     is beyond QUOTIENT_MAX_GROUPS groups or when the LP does not finish. 0 without bytes between groups."""
-    k = int(label.max()) + 1
-    onehot = sp.csr_matrix((np.ones(label.size), (label, np.arange(label.size))), shape=(k, label.size))
-    D = np.asarray((onehot @ sp.csr_matrix(t) @ onehot.T).todense())
+    D = group_sums(t, label)
+    k = D.shape[0]
     np.fill_diagonal(D, 0.0)
     if not (D > 0).any():
         return 0.0
     cut = float(np.maximum(D.sum(axis=0), D.sum(axis=1)).sum() / (2 * B))
-    direct = np.maximum(D, D.T)[np.triu_indices(k, 1)].sum() / B          # every pair on its own edges: >= Q
+    direct = np.maximum(D, D.T).sum() / (2 * B)           # every pair on its own edges (>= Q): its busier direction
     if direct <= cut * (1 + 1e-9) or k > QUOTIENT_MAX_GROUPS:
         return cut
     scale = D.max()

@@ -628,6 +628,8 @@ def group_symmetries(problem: WiringProblem, ug: UniformGroups) -> list[tuple[tu
     the bytes across groups (the bytes inside are uniform) and checked on the whole matrix. The identity
     first (llama405b-tp8pp4-32: it and the pipeline's reversal, stage g onto stage 3 - g)."""
     from networkx.algorithms.isomorphism import DiGraphMatcher
+
+    from .bounds import group_sums
     t = problem.traffic.bytes_.astype(np.float64)
     k = len(ug.groups)
     lab = np.empty(problem.accelerators, dtype=np.int64)
@@ -642,8 +644,7 @@ def group_symmetries(problem: WiringProblem, ug: UniformGroups) -> list[tuple[tu
         return G
 
     target = across(t, lab)
-    onehot = np.eye(k)[lab]
-    sums = onehot.T @ t @ onehot                      # bytes from group to group: a quick first test
+    sums = group_sums(t, lab)                         # bytes from group to group: a quick first test
     out = []
     for sigma in itertools.permutations(range(k)):
         for rev in (False, True):
