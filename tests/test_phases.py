@@ -470,13 +470,13 @@ def test_cli_phases_from_an_instance_and_a_phases_file(tmp_path):
     code, out, _ = run("traffic", inst, "--phases", tmp_path / "l16.toml", "--json")
     assert code == 0 and [p["name"] for p in json.loads(out)["phases"]] == ["tp_allreduce", "pp_p2p", "pp_token_ids"]
     w1, w2 = tmp_path / "w1.json", tmp_path / "w2.json"
-    code, out, _ = run("wire", inst, "--objective", "phases", "--solver", "search", "--time-limit", "5", "-o", w1,
+    code, out, _ = run("wire", inst, "--objective", "phases", "--solver", "search", "--time-limit", "3", "-o", w1,
                        "--json")
     block = json.loads(out)
     assert code == 0 and block["objective_kind"] == "phases" and block["bound"] <= block["objective"]
     assert run("verify", w1, "--instance", inst)[0] == 0
     code, out, _ = run("wire", tmp_path / "l16.toml", "--objective", "phases", "--ports", 18,
-                       "--port-bandwidth-gbps", 200, "--solver", "search", "--time-limit", "5", "-o", w2, "--json")
+                       "--port-bandwidth-gbps", 200, "--solver", "search", "--time-limit", "3", "-o", w2, "--json")
     assert code == 0 and json.loads(out)["objective_kind"] == "phases"
     assert run("verify", w2)[0] == 0
     # a phases file under the time objective is its weighted sum
@@ -541,7 +541,7 @@ def test_step_objective_needs_a_workload_and_its_bound_holds():
 def test_cli_step_objective(tmp_path):
     inst = "instances/decode/llama405b-tp8pp2-16.toml"
     w = tmp_path / "w.json"
-    code, out, _ = run("wire", inst, "--objective", "step", "--solver", "search", "--time-limit", "5", "-o", w,
+    code, out, _ = run("wire", inst, "--objective", "step", "--solver", "search", "--time-limit", "3", "-o", w,
                        "--json")
     block = json.loads(out)
     assert code == 0 and block["objective_kind"] == "step" and 0 < block["bound"] <= block["objective"]
@@ -549,7 +549,7 @@ def test_cli_step_objective(tmp_path):
     code, out, _ = run("evaluate", inst, "--fabric", "ocs", "--wiring", w, "--routing", "balanced", "--json")
     assert code == 0 and json.loads(out)["step_time_us"] * 1e-6 == pytest.approx(block["objective"], rel=1e-9)
     # auto on 16 accelerators: the MILP of the step's communication (phases), timed by the evaluator
-    code, out, _ = run("wire", inst, "--objective", "step", "--time-limit", "8", "-o", w, "--json")
+    code, out, _ = run("wire", inst, "--objective", "step", "--time-limit", "5", "-o", w, "--json")
     block = json.loads(out)
     assert code == 0 and block["objective_kind"] == "step" and block["proxy"].startswith("phases objective")
     assert run("verify", w, "--instance", inst)[0] == 0
@@ -564,11 +564,13 @@ def test_cli_step_objective(tmp_path):
     assert code == 2 and "instance" in err and w.read_text() == "keep"
 
 
-def test_exact_solvers_above_16_start_from_the_search():
+@pytest.mark.parametrize("solver", ["milp", pytest.param("cpsat", marks=pytest.mark.slow)])
+def test_exact_solvers_above_16_start_from_the_search(solver):
     # TP groups of 4 beside a light all-to-all on 20 accelerators: the coupled groups' wiring (the exact
     # solvers' own start before) took 0.000832 s where the search reaches 0.000512 s in seconds; above 16
     # accelerators the exact solvers start from the search (with a move budget it repeats), so they end
-    # no worse than it
+    # no worse than it (one search for both, `solvers._seeded`: CP-SAT's run is slow; its phases model takes
+    # the baselines' start in test_wire's test_exact_answer_never_worse_than_a_baseline)
     n = 20
     tp = np.zeros((n, n))
     for g in range(5):
@@ -578,10 +580,9 @@ def test_exact_solvers_above_16_start_from_the_search():
     np.fill_diagonal(ep, 0)
     p = phased([TrafficPhase("tp", tp, 8.0), TrafficPhase("ep", ep, 4.0)], 4)
     searched = wire(p, "search", SolveParams(time_limit_s=3, max_moves=60)).objective
-    for solver in ("milp", "cpsat"):
-        res = wire(p, solver, SolveParams(time_limit_s=8, max_moves=60))
-        assert res.objective <= searched * (1 + 1e-9) and res.bound <= res.objective
-        assert not wiring_violations(res.artifact)
+    res = wire(p, solver, SolveParams(time_limit_s=8, max_moves=60))
+    assert res.objective <= searched * (1 + 1e-9) and res.bound <= res.objective
+    assert not wiring_violations(res.artifact)
 
 
 def test_phases_cpsat_proves_nothing_by_excluding_what_it_could_not_colour(monkeypatch):

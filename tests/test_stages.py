@@ -42,6 +42,12 @@ def stages(s, k, ports, pp, back=1e3, d=1e9, seed=None):
 PIPELINE_3X4_OPT = 0.0067777788888888895      # pipeline(3, 4, 5e7): the case split proves it (both back-ends)
 
 
+# Both exact solvers hand their first round's answer to the same proofs of coupled groups (`exact._coupled_proofs`:
+# the net test, the rings; only the case split's open cases are asked of each solver's own prober). A test of those
+# shared proofs runs one solver by default, the other with the slow cases (the suite's clock: 10 s a run).
+SHARED_PROOFS = [pytest.param("milp", marks=pytest.mark.slow), "cpsat"]
+
+
 def unproven_first_round(monkeypatch):
     """Let the exact back-ends reach the coupled groups' proofs on a small instance: their time limit counts
     (STAGES_MIN_S 0), and the plain model's first round ends unproven, as a round cut short by its clock
@@ -321,7 +327,7 @@ def test_cpsat_proves_pipelines_through_the_split_with_the_milps_optimum(monkeyp
     assert not wiring_violations(cpsat.artifact)
 
 
-@pytest.mark.parametrize("solver", ["milp", "cpsat"])
+@pytest.mark.parametrize("solver", SHARED_PROOFS)
 def test_exact_solvers_run_the_net_test_on_three_groups(monkeypatch, solver):
     p = stages(3, 3, 5, 5e7)
     unproven_first_round(monkeypatch)
@@ -333,7 +339,7 @@ def test_exact_solvers_run_the_net_test_on_three_groups(monkeypatch, solver):
     assert not wiring_violations(res.artifact)
 
 
-@pytest.mark.parametrize("solver", ["milp", "cpsat"])
+@pytest.mark.parametrize("solver", SHARED_PROOFS)
 def test_a_short_clock_gets_the_net_test_alone(monkeypatch, solver):
     """Too short for the case split (STAGES_MIN_S), long enough for the net test alone (QUICK_NET_MIN_S): its
     closed tests raise the bound, which never passes the optimum the case split proves."""
@@ -349,7 +355,7 @@ def test_a_short_clock_gets_the_net_test_alone(monkeypatch, solver):
     assert not wiring_violations(res.artifact)
 
 
-@pytest.mark.parametrize("solver", ["milp", "cpsat"])
+@pytest.mark.parametrize("solver", SHARED_PROOFS)
 def test_a_case_split_left_unsettled_hands_the_rest_to_the_net_test(monkeypatch, solver):
     """A long clock whose case split leaves a case unsettled (no bound from the split, as CP-SAT's probes on
     llama405b-tp8pp2-16's last case) still gets the net test's bound in the time left, never a weaker one
@@ -466,20 +472,20 @@ def test_ring_probes_never_close_a_time_a_wiring_reaches(shape):
         assert sum(circuits.values()) <= p.accelerators * shape[2] / 2
 
 
-def test_ring_probes_close_the_optimum_both_exact_models_prove(monkeypatch):
+@pytest.mark.parametrize("solver", [pytest.param("cpsat", marks=pytest.mark.slow), "milp"])    # (as SHARED_PROOFS)
+def test_ring_probes_close_the_optimum_both_exact_models_prove(monkeypatch, solver):
     """Four groups of two: the plain models prove 0.00525 s; with the stages' proofs on, the ring probes
     close it (every case infeasible at the best less half the gap) for the MILP and CP-SAT alike."""
     p = stages(4, 2, 3, 5e7)
     plain = wire(p, "milp", SolveParams(time_limit_s=60, backend="highs"))
     assert plain.status == SolveStatus.OPTIMAL and plain.objective == pytest.approx(0.00525, rel=1e-9)
     unproven_first_round(monkeypatch)
-    for solver in ("milp", "cpsat"):
-        res = wire(p, solver, SolveParams(time_limit_s=60, backend="highs"))
-        rings = [r for r in res.extra["rounds"] if r.get("status") == "rings"]
-        assert res.status == SolveStatus.OPTIMAL and res.objective == pytest.approx(plain.objective, rel=1e-9)
-        assert rings and rings[-1]["verdict"] == "closed" and res.bound >= rings[-1]["T"] * (1 - 1e-12)
-        assert all(c["verdict"] == "infeasible" for c in rings[-1]["cases"].values())
-        assert not wiring_violations(res.artifact)
+    res = wire(p, solver, SolveParams(time_limit_s=60, backend="highs"))
+    rings = [r for r in res.extra["rounds"] if r.get("status") == "rings"]
+    assert res.status == SolveStatus.OPTIMAL and res.objective == pytest.approx(plain.objective, rel=1e-9)
+    assert rings and rings[-1]["verdict"] == "closed" and res.bound >= rings[-1]["T"] * (1 - 1e-12)
+    assert all(c["verdict"] == "infeasible" for c in rings[-1]["cases"].values())
+    assert not wiring_violations(res.artifact)
 
 
 def test_a_probes_circuits_are_the_instances_accelerators():
@@ -880,9 +886,18 @@ def test_a_proof_log_carries_verdicts_to_the_next_run(monkeypatch, tmp_path):
     verdict, _, _ = rings.ring_bound(p, ug, 0.00525 * (1 + 1e-6), time.perf_counter() + 120, 2,
                                      log=open_proof_log(path))
     assert verdict in ("found", "open") and calls
-    calls.clear()
     q = stages(4, 2, 3, 4e7)                    # a smaller hand-off: the same cases, another instance
-    rings.ring_bound(q, uniform_groups(q), T, time.perf_counter() + 120, 2, log=open_proof_log(path))
+
+    class Probed(Exception):
+        pass
+
+    def stop(*args):                            # its first probe is the answer (the rest took 4 s)
+        calls.append(args[4])
+        raise Probed
+    calls.clear()
+    monkeypatch.setattr(rings, "probe", stop)
+    with pytest.raises(Probed):
+        rings.ring_bound(q, uniform_groups(q), T, time.perf_counter() + 120, 2, log=open_proof_log(path))
     assert calls
 
 

@@ -766,7 +766,7 @@ def test_cli_wire_matrix_and_instance(tmp_path):
     assert doc["solve"]["status"] == "OPTIMAL" and doc["instance"]["ports"] == 2
     out2 = str(tmp_path / "w2.json")
     code, stdout, _ = run("wire", "instances/decode/llama405b-tp8pp2-16.toml", "-o", out2, "--json",
-                          "--time-limit", "10", "--solver", "search")
+                          "--time-limit", "4", "--solver", "search")
     assert code == 0 and json.loads(stdout)["objective"] > 0
     assert run("verify", out2, "--instance", "instances/decode/llama405b-tp8pp2-16.toml")[0] == 0
 
@@ -1180,7 +1180,7 @@ def test_near_moore_wiring_from_the_biaffine_plane():
     assert near_moore(OCSLayout.uniform(50, 5)) is None         # q = 4 is not prime
     t = np.full((48, 48), 1e6)
     np.fill_diagonal(t, 0)
-    res = wire(problem(t, 6), "search", SolveParams(time_limit_s=10))
+    res = wire(problem(t, 6), "search", SolveParams(time_limit_s=10, max_moves=200))   # (a budget: 1 s, not 10)
     assert res.extra["start"] == "near-moore" and not wiring_violations(res.artifact)
 
 
@@ -1359,7 +1359,7 @@ def test_relay_hubs_put_idle_accelerators_between_the_busy_ones():
     hub_pairs = {(min(a, b), max(a, b)) for a, b in arr[hub_ends.any(axis=1)][:, [1, 3]].tolist()}
     assert len(hub_pairs) == hubs * 6                  # never twice between a hub and a busy accelerator
     assert relay_hubs(np.full((n, n), 1e6) - np.diag(np.full(n, 1e6)), lay) is None   # no idle accelerator
-    res = wire(problem(t, 6), "search", SolveParams(time_limit_s=10))
+    res = wire(problem(t, 6), "search", SolveParams(time_limit_s=6))
     ref = wire(problem(t, 6), "expander", SolveParams())
     assert res.extra["start"] == "relay hubs" and not wiring_violations(res.artifact)
     assert res.objective < ref.objective
@@ -1481,7 +1481,7 @@ def test_heavy_pairs_get_the_circuits_their_bytes_fill_and_keep_them():
         moved = improve(w, t, time_limit_s=60, seed=0, max_moves=400, pinned=pinned)[0].adjacency()
         assert all(moved[a, b] >= adj[a, b] for a, b in pinned)
     assert heavy_pairs(problem(np.full((n, n), 1e6) - np.diag(np.full(n, 1e6)), 8)) is None   # nothing heavy
-    res = wire(p, "search", SolveParams(time_limit_s=10))
+    res = wire(p, "search", SolveParams(time_limit_s=10, max_moves=400))    # (a budget: 2 s, the clock's answer)
     assert res.extra["start"] == "heavy pairs" and not wiring_violations(res.artifact)
     assert all(res.artifact.adjacency()[a, b] >= 2 for a, b in pinned)
     assert res.objective < wire(p, "expander", SolveParams()).objective
@@ -1835,7 +1835,7 @@ def test_coupled_groups_are_wired_once_copied_and_joined(stages):
     for s in range(stages - 1):                    # every hand-off has a circuit between its two stages
         assert adj[4 * s:4 * s + 4, 4 * s + 4:4 * s + 8].sum() >= 1
     # the whole-instance solve starts from it, so it is never worse
-    full = wire_(p, "milp", SolveParams(time_limit_s=8))
+    full = wire_(p, "milp", SolveParams(time_limit_s=4))
     assert full.objective <= res.objective * (1 + 1e-9) and not wiring_violations(full.artifact)
 
 
@@ -1974,7 +1974,7 @@ def test_ctrl_c_while_scoring_keeps_the_answer(monkeypatch, solver):
     t = rng.integers(0, 4, (8, 8)).astype(float) * 1e6
     np.fill_diagonal(t, 0)
     p = problem(t, 3)
-    res = wire(p, solver, SolveParams(time_limit_s=10))
+    res = wire(p, solver, SolveParams(time_limit_s=4))
     assert res.limit.value == "interrupt" and res.status == SolveStatus.FEASIBLE
     assert res.artifact is not None and not wiring_violations(res.artifact)
     assert res.bound <= res.objective < math.inf
@@ -2531,7 +2531,7 @@ def test_the_search_ends_with_load_aware_swaps_where_they_apply(monkeypatch):
     monkeypatch.setattr(solvers, "_load_swaps", spy)
     monkeypatch.setattr(solvers, "LOAD_SEARCH_MIN_S", 5.0)     # the moves' smaller share on this short clock
     p = _sparse_skewed()
-    res = wire(p, "search", SolveParams(time_limit_s=14, seed=0))
+    res = wire(p, "search", SolveParams(time_limit_s=10, seed=0))         # (9 of its swaps routed here)
     assert calls and calls[-1][2] is not None and calls[-1][2]["routed"] > 0
     assert res.objective <= calls[-1][0] and res.extra["load_swaps"] == calls[-1][2]
     assert not wiring_violations(res.artifact)
