@@ -1767,12 +1767,25 @@ def test_path_lp_by_pdlp_beyond_the_interior_points_size(monkeypatch):
     assert "optimal" not in how
     assert opt * (1 - 1e-9) <= value <= opt * (1 + 1e-4)
 
-    def stopped(*args, **kw):         # the iterate of a PDLP that hit its clock
+    def stopped(*args, **kw):         # the iterate of a PDLP that hit its clock (and of its retry)
         status, obj, x = solve(*args, **kw)
         return "Time limit reached", float("nan"), x
     monkeypatch.setattr(network, "_solve_lp", stopped)
     value, how = routing.path_lp_routing(net, t, time_limit_s=30, rounds=30)
-    assert how.endswith("pdlp, unconverged)") and opt * (1 - 1e-9) <= value <= opt * (1 + 1e-4)
+    assert how.endswith("unconverged)") and "pdlp" in how and opt * (1 - 1e-9) <= value <= opt * (1 + 1e-4)
+    # a PDLP that stops with no point (its clock) is asked again without MWU's earliest tenth of the paths
+    # (every demand kept): that one converges, and column generation goes on from it
+    columns = []
+
+    def first_stops(*args, **kw):
+        columns.append(args[1].shape[1])
+        if len(columns) == 1:
+            return "Time limit reached", float("nan"), np.empty(0)
+        return solve(*args, **kw)
+    monkeypatch.setattr(network, "_solve_lp", first_stops)
+    value, how = routing.path_lp_routing(net, t, time_limit_s=30, rounds=30)
+    assert "pdlp, retried" in how and "unconverged" not in how and len(columns) >= 2
+    assert columns[1] < columns[0] and opt * (1 - 1e-9) <= value <= opt * (1 + 1e-4)
     # a PDLP with nothing to show: MWU goes on from its last round (when asked to), as if it had run alone
     monkeypatch.setattr(network, "_solve_lp", lambda *args, **kw: ("Time limit reached", float("nan"), np.empty(0)))
     alone = routing.mwu_routing(net, t, rounds=80, time_limit_s=30)[0]
