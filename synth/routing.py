@@ -41,7 +41,7 @@ PATH_LP_IPM_MAX_LINKS = 3000   # links up to which the path LP is solved by inte
 PATH_BUILD_SHARE = 0.5   # of the path LP's clock at most for MWU's rounds and collecting their paths
 PDLP_SHARE = 0.6         # of the time left, for a PDLP path LP when MWU may go on after it (kimi-k2-288: 3 s)
 HELPER_MIN_WORK = 1_000_000   # sources x links from which a helper process runs half of every block (its start: 0.7 s)
-PDLP_RETRY_SHARE = 0.9   # of MWU's paths (its latest rounds) in a PDLP path LP again after one ended short of optimal
+PDLP_RETRY_SHARE = 0.9   # of MWU's paths (its latest rounds) in a PDLP path LP again after one left no point
 PDLP_RETRY_MIN_S = 0.5   # the least clock left for that retry
 MWU_ON_MIN_S = 0.1    # the least clock left on which MWU goes on after a path LP that did not beat it (or had no time to run)
 
@@ -583,10 +583,11 @@ def path_lp_routing(net: Network, demand: np.ndarray, time_limit_s: float = 30.0
             break
         paths = pset.rows()
         status, value, y, u = solve(paths)
-        if tag and status != "optimal" and time_limit_s - (time.perf_counter() - t0) >= PDLP_RETRY_MIN_S:
+        if tag and not np.isfinite(value) and time_limit_s - (time.perf_counter() - t0) >= PDLP_RETRY_MIN_S:
             # PDLP's convergence on these degenerate LPs is erratic, and at its clock it leaves no point
             # (kimi-k2-288, one LP: 113,082 paths unconverged after 6.7 s, without MWU's earliest tenth optimal
-            # in 0.4 s; on a 3.6 s clock MWU's answer, 2.1% above the LP's, stood): again without those
+            # in 0.4 s; on a 3.6 s clock MWU's answer, 2.1% above the LP's, stood): again without those. An
+            # unconverged point stands as it is (the clock a retry takes is the next phases' under `phases`)
             paths = _without(paths, a.size, int(rounds_paths * PDLP_RETRY_SHARE), rounds_paths)
             note = ", retried"
             status, value, y, u = solve(paths)
