@@ -31,6 +31,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
 from synth.model import Wiring, circuit_adjacency
+from synth.network import UNREACHABLE
 from synth.problem import WiringProblem
 from synth.routing import Beside, path_lp_routing
 
@@ -45,9 +46,12 @@ ROUTE_S = 2.0        # the path LP's least clock per wiring (dlrm128 at 4 ports:
 
 
 def _route(problem: WiringProblem, w: Wiring, clock: float) -> tuple[float, str, np.ndarray]:
-    """(time, routing, lengths: n x n, directed, 0 off the links) of wiring `w` by the path LP."""
+    """(time, routing, lengths: n x n, directed, 0 off the links) of wiring `w` by the path LP; inf where a
+    demand has no path (two swaps routed at once can cut the wiring in two where each alone did not)."""
     n = problem.accelerators
     net = problem.network(w)
+    if ((problem.traffic.bytes_ > 0) & (net.dist[:n, :n] >= UNREACHABLE)).any():
+        return float("inf"), "disconnected", np.zeros((n, n))
     out: list = []
     theta, how = path_lp_routing(net, problem.traffic.bytes_, time_limit_s=clock, lengths_out=out)
     length = np.zeros((n, n))

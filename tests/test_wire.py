@@ -2554,6 +2554,19 @@ def test_the_search_ends_with_load_aware_swaps_where_they_apply(monkeypatch):
     assert solvers._load_swaps_apply(p, SolveParams()) and not solvers._load_swaps_apply(p, SolveParams(max_moves=9))
 
 
+def test_a_swapped_wiring_cut_in_two_is_never_faster():
+    """The load-aware swaps route two swaps at once where each alone kept every demand's path, and together they
+    can cut the wiring in two: its routing is inf, never kept (MWU failed on the unreachable pair, an IndexError
+    out of the search, seen once in the Ctrl-C test below)."""
+    from solvers.load_search import _route
+    t = np.where(np.eye(8), 0, 1e6)
+    cut = Wiring.from_networkx(nx.disjoint_union(nx.cycle_graph(4), nx.cycle_graph(4)), 2)
+    theta, how, length = _route(problem(t, 2), cut, 2.0)
+    assert theta == math.inf and how == "disconnected" and not length.any()
+    theta, how, length = _route(problem(t, 2), Wiring.from_networkx(nx.cycle_graph(8), 2), 2.0)
+    assert np.isfinite(theta) and length.any()
+
+
 def test_ctrl_c_during_load_aware_swaps_keeps_the_swaps_kept(monkeypatch):
     """A Ctrl-C while a swap is routed ends the swaps with the last wiring kept and its routing's time; the
     search's answer is then marked interrupted."""
