@@ -519,7 +519,9 @@ def path_lp_routing(net: Network, demand: np.ndarray, time_limit_s: float = 30.0
     PATH_BUILD_SHARE of the clock (kimi-k2-288: 20 ms a round, as long as the round itself). On more than
     PATH_LP_IPM_MAX_LINKS links the LPs are solved by PDLP (relative KKT tolerance PATH_LP_TOLERANCE): its
     duals are that accurate, so "no improving path" there is not claimed as the optimum, and PDLP gets
-    PDLP_SHARE of the time left when `mwu_rounds` is given: then, when no LP beat MWU (PDLP did not
+    PDLP_SHARE of the time left when `mwu_rounds` is given. A PDLP LP that leaves no point (at its clock: its
+    convergence on these LPs is erratic) is solved again without MWU's earliest rounds' paths (all but
+    PDLP_RETRY_SHARE of them; every demand keeps one). When no LP beat MWU (PDLP did not
     converge: deepseek-v3-144 under PDLP at 15 s), MWU goes on from its last round up to `mwu_rounds` rounds
     in the rest, so the answer is not worse than MWU alone's by much more than the LP's time. `resume` (as
     `mwu_routing`'s) lets a later call go on: its MWU adds up to `rounds` rounds to the last call's, and its
