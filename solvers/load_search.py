@@ -31,7 +31,6 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
 from synth.model import Wiring, circuit_adjacency
-from synth.network import UNREACHABLE
 from synth.problem import WiringProblem
 from synth.routing import Beside, path_lp_routing
 
@@ -50,7 +49,7 @@ def _route(problem: WiringProblem, w: Wiring, clock: float) -> tuple[float, str,
     demand has no path (two swaps routed at once can cut the wiring in two where each alone did not)."""
     n = problem.accelerators
     net = problem.network(w)
-    if ((problem.traffic.bytes_ > 0) & (net.dist[:n, :n] >= UNREACHABLE)).any():
+    if net.unserved(problem.traffic.bytes_).any():
         return float("inf"), "disconnected", np.zeros((n, n))
     out: list = []
     theta, how = path_lp_routing(net, problem.traffic.bytes_, time_limit_s=clock, lengths_out=out)

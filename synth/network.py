@@ -115,10 +115,14 @@ class Network:
         d = shortest_path(g, method="D", directed=True, indices=np.arange(n))[:, :n]
         return np.where(np.isfinite(d), np.mod(d, big), np.inf)
 
+    def unserved(self, demand: np.ndarray) -> np.ndarray:
+        """(accelerators x accelerators) where `demand` has bytes but the fabric no path."""
+        n = self.accelerators
+        return (demand[:n, :n] > 0) & (self.dist[:n, :n] >= UNREACHABLE)
+
     def check_connected(self, demand: np.ndarray) -> None:
         """Raise InvalidInput naming the first pair with demand but no path."""
-        n = self.accelerators
-        bad = (demand[:n, :n] > 0) & (self.dist[:n, :n] >= UNREACHABLE)
+        bad = self.unserved(demand)
         if bad.any():
             i, j = np.argwhere(bad)[0]
             raise InvalidInput(f"accelerators {i} and {j} exchange {demand[i, j]:.3g} bytes but the {self.name} "

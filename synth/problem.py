@@ -58,7 +58,7 @@ def _floor_on(net: Network, dem: np.ndarray) -> float:
     accelerator's bytes over its own circuits; inf when a demand has no path."""
     n = dem.shape[0]
     dist = net.dist[:n, :n]
-    if ((dem > 0) & (dist >= np.iinfo(np.int32).max)).any():
+    if net.unserved(dem).any():
         return float("inf")
     out = np.bincount(net.src, weights=net.capacity_bps, minlength=net.nodes)[:n]
     inn = np.bincount(net.dst, weights=net.capacity_bps, minlength=net.nodes)[:n]
@@ -317,7 +317,7 @@ class WiringProblem:
         dem = self.traffic.bytes_
         net = self.network(wiring)
         n = self.accelerators
-        if ((dem > 0) & (net.dist[:n, :n] >= np.iinfo(np.int32).max)).any():
+        if net.unserved(dem).any():
             return float("inf"), "disconnected"
         if self.objective == "step":
             from .evaluate import evaluate_workload
