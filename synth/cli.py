@@ -239,7 +239,7 @@ def traffic(source: str, output: str | None, phases_out: str | None, as_json: bo
 @main.command()
 @click.argument("wiring", type=click.Path(dir_okay=False, path_type=str))
 @click.option("--instance", "instance_path", type=click.Path(dir_okay=False, path_type=str),
-              help="Check the wiring against this instance's accelerators and ports too.")
+              help="Check the wiring against this instance too: its accelerators, ports and OCS switches.")
 @click.option("--schedule", "schedule_path", type=click.Path(dir_okay=False, path_type=str),
               help="Also check a schedule file on this wiring (simulates its data).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
@@ -505,7 +505,7 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
                                "\"ocs-synth/phases\") or an instance", field="--objective", source=source)
         else:
             traffic = load_traffic(source)
-        layout = OCSLayout.uniform(traffic.accelerators, ports, radix)
+        layout = OCSLayout.planes(traffic.accelerators, ports, radix)
         bw, lat, name = bandwidth, 0.0, os.path.basename(source)
         summary = {"name": name, "path": source, "accelerators": traffic.accelerators, "ports": ports,
                    "port_bandwidth_gbps": bandwidth}
@@ -558,7 +558,8 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
 @click.option("--port-bandwidth-gbps", "bandwidth", type=POSITIVE,
               help="Raw matrix or phases file: Gbit/s per port and direction.")
 @click.option("--switch-radix", "radix", type=int,
-              help="Raw matrix or phases file: ports per OCS (default: accelerators).")
+              help="Raw matrix or phases file: ports per OCS (default: accelerators); fewer than the accelerators "
+                   "split each port's plane over several OCSes.")
 @click.option("--fixed", type=click.Path(dir_okay=False, path_type=str),
               help="Wiring file whose circuits are kept, port for port, by every solver.")
 @click.option("--spare-ports", "spare", default=0, show_default=True, type=int,

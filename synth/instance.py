@@ -387,12 +387,14 @@ class Instance:
     def ocs_layout(self) -> OCSLayout:
         """The OCS layout of this instance (ports beyond `fabric.ocs_ports` are not on an OCS)."""
         n, p, fab = self.accelerators, self.hardware.ports, self.fabric
-        if fab.switch_of_port is not None:
-            sop = np.array(fab.switch_of_port, dtype=np.int64)
-            switches = fab.switches or int(sop.max()) + 1
-        else:
-            switches = fab.switches or p
-            sop = np.tile(np.arange(p, dtype=np.int64) % switches, (n, 1))
+        if fab.switch_of_port is None:     # planes by port, each split over switches where it outgrows the radix
+            on = p if fab.ocs_ports is None else min(fab.ocs_ports, p)
+            if on == 0:
+                return OCSLayout(np.full((n, p), -1, dtype=np.int64), (fab.switch_radix or 1,) * (fab.switches or p))
+            lay = OCSLayout.planes(n, on, fab.switch_radix, fab.switches)
+            return OCSLayout(np.pad(lay.switch_of_port, ((0, 0), (0, p - on)), constant_values=-1), lay.switch_radix)
+        sop = np.array(fab.switch_of_port, dtype=np.int64)
+        switches = fab.switches or int(sop.max()) + 1
         if fab.ocs_ports is not None:
             sop[:, fab.ocs_ports:] = -1
         on = sop[(sop >= 0) & (sop < switches)]           # ports per switch, counted (not a switches x n x p mask)

@@ -30,7 +30,8 @@ def wiring_violations(w: Wiring, instance: Any | None = None) -> list[Violation]
     - self-loop: both ends on the same accelerator;
     - port-reused: a port is in more than one circuit;
     - radix: a switch holds more circuits than radix / 2;
-    - instance: the wiring's size differs from the instance's.
+    - instance: the wiring's size differs from the instance's, or a circuit is not realizable on the instance's
+      OCS layout (its ports on other switches there, or past a switch's radix there).
     """
     out: list[Violation] = []
     n, p, lay = w.accelerators, w.ports_per_accelerator, w.layout
@@ -40,6 +41,14 @@ def wiring_violations(w: Wiring, instance: Any | None = None) -> list[Violation]
         if instance.hardware.ports != p:
             out.append(Violation("instance", f"wiring has {p} ports per accelerator, instance has "
                                  f"{instance.hardware.ports}"))
+        if not out and not lay == (own := instance.ocs_layout()):
+            # the file's layout may differ in ports no circuit uses; its circuits must fit the instance's switches
+            bad = [v for v in wiring_violations(Wiring(n, p, w.circuits, own))
+                   if v.rule in ("unattached", "switch-range", "cross-switch", "radix")]
+            if bad:         # one line: a wiring made for other switches breaks the rule at most of its circuits
+                more = f" ({len(bad) - 1} more like it)" if len(bad) > 1 else ""
+                out.append(Violation("instance", f"the circuits do not fit the instance's OCS switches: "
+                                     f"{bad[0].message}{more}"))
     owner: dict[tuple[int, int], int] = {}
     per_switch = np.zeros(lay.switches, dtype=np.int64)
     for i, c in enumerate(w.circuits):

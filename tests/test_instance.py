@@ -1,6 +1,7 @@
 import glob
 import re
 
+import numpy as np
 import pytest
 
 from synth.errors import InvalidInput, InvalidInstance
@@ -133,6 +134,20 @@ def test_explicit_switch_layout(tmp_path):
     assert inst.ocs_layout().switch_of_port[1, 0] == 1
     with pytest.raises(InvalidInstance, match="must be 16 rows of 18 switches"):
         load(tmp_path, **{"fabric.switch_of_port": rows[:3]})
+
+
+def test_switch_radix_below_the_accelerators_splits_each_plane(tmp_path):
+    """`fabric.switch_radix` smaller than a plane's fibres: each plane on as few switches as hold it (an OCS
+    cannot take more fibres than it has ports); an impossible radix names the field."""
+    lay = load(tmp_path, **{"fabric.switch_radix": 6}).ocs_layout()      # 16 accelerators, 18 ports (H100)
+    assert lay.switches == 18 * 3 and set(lay.switch_radix) == {6}
+    assert np.bincount(lay.switch_of_port.ravel()).max() <= 6
+    hybrid = load(tmp_path, **{"fabric.switch_radix": 6, "fabric.ocs_ports": 4}).ocs_layout()
+    assert (hybrid.switch_of_port[:, 4:] == -1).all() and hybrid.switches == 4 * 3
+    assert load(tmp_path, **{"fabric.switch_radix": 16}).ocs_layout().is_uniform()
+    with pytest.raises(InvalidInstance, match="a switch of radix 10 cannot take the 18 ports") as ei:
+        load(tmp_path, **{"fabric.switch_radix": 10, "fabric.switches": 1})
+    assert ei.value.field == "fabric.switch_radix"
 
 
 def test_layout_radix_is_counted_not_masked():

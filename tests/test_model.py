@@ -68,6 +68,35 @@ def test_layout_ocs_ports_and_capacity():
     assert OCSLayout.uniform(3, 2).is_uniform()
 
 
+def test_planes_split_where_the_radix_is_short():
+    """A plane with more fibres than the switch radix goes on several switches, none past its radix; port 0
+    keeps consecutive accelerators together; the other ports' blocks mix the accelerators; the plan is fixed."""
+    assert OCSLayout.planes(10, 3) == OCSLayout.uniform(10, 3)          # the radix holds every plane
+    assert OCSLayout.planes(10, 3, 10) == OCSLayout.uniform(10, 3, 10)
+    lay = OCSLayout.planes(10, 3, 4)
+    assert lay.switches == 9 and set(lay.switch_radix) == {4}
+    fibres = np.bincount(lay.switch_of_port.ravel(), minlength=9)
+    assert fibres.tolist() == [4, 3, 3] * 3                            # near-equal blocks, each within 4
+    assert lay.switch_of_port[:, 0].tolist() == [0, 0, 0, 0, 1, 1, 1, 2, 2, 2]
+    assert (lay.switch_of_port // 3 == np.arange(3)).all()             # port k on plane k's switches only
+    # the fibre plan is hardware: the same on every run, machine and numpy version
+    assert lay.switch_of_port[:, 1].tolist() == [5, 3, 5, 5, 4, 3, 3, 3, 4, 4]
+    # the blocks of all ports together let every accelerator reach every other through shared switches
+    from scipy.sparse.csgraph import connected_components
+    assert connected_components(lay.shares_switch())[0] == 1
+    big = OCSLayout.planes(576, 18, 64)
+    assert big.switches == 18 * 9 and np.bincount(big.switch_of_port.ravel()).max() <= 64
+    near = big.shares_switch().sum(axis=1) - 1                         # accelerators a circuit could join
+    assert near.min() > 0.8 * 575                                      # consecutive blocks per port: < 18 * 63
+    # several ports of an accelerator on one plane: the plane's blocks shrink so every switch holds its ports
+    two = OCSLayout.planes(10, 4, 8, planes=2)
+    assert two.switches == 6 and np.bincount(two.switch_of_port.ravel()).max() <= 8
+    with pytest.raises(InvalidInput, match="switch_radix: a switch of radix 3 cannot take the 4 ports"):
+        OCSLayout.planes(10, 4, 3, planes=1)
+    with pytest.raises(InvalidInput, match="cannot host a circuit"):
+        OCSLayout.planes(10, 3, 1)
+
+
 def test_wiring_networkx_round_trip_keeps_ports():
     w = Wiring.from_networkx(nx.cycle_graph(8), ports=2)
     assert not wiring_violations(w)

@@ -771,6 +771,34 @@ def test_cli_wire_matrix_and_instance(tmp_path):
     assert run("verify", out2, "--instance", "instances/decode/llama405b-tp8pp2-16.toml")[0] == 0
 
 
+def test_cli_switch_radix_below_the_accelerators_splits_the_planes(tmp_path):
+    """`--switch-radix R` with more accelerators than R: each port's plane on ceil(N / R) switches of R ports
+    (before, every plane was one switch with N fibres, which no R-port OCS takes). The wiring passes verify,
+    each cross-connect table stays within R ports, and the instance check refuses it for one-switch planes."""
+    m = str(tmp_path / "a2a.npy")
+    np.save(m, np.where(np.eye(24), 0, 1e6))
+    out, xc = str(tmp_path / "w.json"), tmp_path / "xc"
+    xc.mkdir()
+    code, stdout, err = run("wire", m, "--ports", "3", "--port-bandwidth-gbps", "100", "--switch-radix", "8",
+                            "-o", out, "--json", "--solver", "search", "--max-moves", "200", "--xconnect", str(xc))
+    assert code == 0, err
+    doc = json.loads(open(out).read())
+    assert doc["layout"]["kind"] == "explicit" and doc["layout"]["switch_radix"] == [8] * 9
+    assert run("verify", out)[0] == 0
+    tables = sorted(xc.glob("switch-*.csv"))
+    assert len(tables) == 9
+    for t in tables:
+        assert len(t.read_text().strip().splitlines()) - 1 <= 4       # one row per circuit: two of its 8 ports
+    assert sum(1 for c in doc["circuits"] if c["a"][1] == 0) <= 3 * 4   # port 0: three switches of four circuits
+    inst = write(tmp_path, "i.toml", open("instances/decode/llama405b-tp8pp2-16.toml").read())
+    w16 = str(tmp_path / "w16.json")
+    assert run("wire", inst, "-o", w16, "--solver", "greedy")[0] == 0
+    split = write(tmp_path, "s.toml", open(inst).read().replace("[fabric]", "[fabric]\nswitch_radix = 8"))
+    code, stdout, _ = run("verify", w16, "--instance", split, "--json")
+    assert code == 1 and [v["rule"] for v in json.loads(stdout)["violations"]] == ["instance"]
+    assert "do not fit the instance's OCS switches" in json.loads(stdout)["violations"][0]["message"]
+
+
 def test_cli_fixed_circuits_with_the_search(tmp_path):
     """`--fixed` with a heuristic (refused before: exact solvers only): the wiring written keeps the fixed
     circuits port for port and passes verify."""
@@ -841,9 +869,9 @@ def test_cli_wire_bad_inputs(tmp_path):
          "m.npy: policy: direct-only wiring cannot serve rows"),
         (("--ports", "2", "--port-bandwidth-gbps", "100", "--max-moves", "0"), "--max-moves: must be >= 1"),
         (("--ports", "1", "--port-bandwidth-gbps", "100"), "m.npy: ports: no wiring within the port budget connects"),
-        (("--ports", "2", "--port-bandwidth-gbps", "100", "--switch-radix", "2"),
+        (("--ports", "2", "--port-bandwidth-gbps", "100", "--switch-radix", "3"),   # 2 switches of 3 per plane
          "m.npy: layout.switch_radix: no wiring within the switches' radix connects the demand: its groups need 5 "
-         "circuits, the switches take 2"),
+         "circuits, the switches take 4"),
     ]
     for args, needle in cases:
         code, _, err = run("wire", m, "-o", str(tmp_path / "w.json"), *args)
