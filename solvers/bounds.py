@@ -22,8 +22,9 @@
   inside the rest A cross one A-A circuit only between adjacent pairs, else two or a visit to I, whose A-I
   circuits carry K B T each way and take K ports from A's direct circuits; the least T over K. Counted at
   A's accelerators too, their circuits out (and in) carry all of that within P_A B T less A's node excess.
-- LP relaxation (time, small instances): fractional circuits (only the degree budget kept) and fractional
-  multi-commodity routing; max concurrent throughput by HiGHS. Relaxes the MILP, so bounds it.
+- LP relaxation (time, small instances): fractional circuits (the degree budget kept, and where the switches
+  bind each accelerator's ports per switch and each switch's radix) and fractional multi-commodity routing;
+  max concurrent throughput by HiGHS. Relaxes the MILP, so bounds it.
 - relay count (time): circuits are whole. In a step of T seconds a pair with x circuits sends at most x B T
   of its bytes straight; the rest crosses at least two circuits. So every wiring that finishes in T needs
   sum of bytes + sum over directed pairs of max(0, bytes - x B T) <= 2 B T x (circuits), with x integer,
@@ -44,6 +45,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from synth.model import OCSLayout
 from synth.problem import WiringProblem
 
 
@@ -538,14 +540,17 @@ LP_TIME_S = 30.0   # the LP relaxation's clock when the caller gives none
 
 
 def lp_relaxation_bound(problem: WiringProblem, time_limit_s: float = LP_TIME_S) -> float | None:
-    """Time bound from fractional circuits and fractional routing (None when too large or not `time`).
+    """Time bound from fractional circuits and fractional routing (None when too large or not `time`). Where
+    the switches bind (`switches_bind`: planes split over OCSes, explicit layouts) the circuits are split over
+    the switches too, each accelerator within its ports on each and each switch within its radix.
 
     Where the LP's optimum is the injection bound it is not solved: fractional direct circuits x_ij =
     max(t_ij, t_ji) / (B T) are feasible at T once every accelerator's sum of them fits its ports, so the
     relaxation lies between the injection bound and that symmetric row sum / (p B); when the two meet (every
     near-uniform demand, e.g. a 40-accelerator all-to-all: 5 s of interior point) the relaxation is their value.
     """
-    if problem.objective == "time" and problem.accelerators <= LP_BOUND_MAX and problem not in _LP_CACHE:
+    if problem.objective == "time" and problem.accelerators <= LP_BOUND_MAX and problem not in _LP_CACHE and \
+            not switches_bind(problem.layout):
         inj = injection_bound(problem)
         if symmetric_injection(problem) <= inj * (1 + 1e-12):
             return inj
@@ -609,17 +614,19 @@ class ConcurrentFlow:
                                   (np.concatenate([self.a_idx, np.arange(A)]),
                                    np.concatenate([col, nf + self.arc_pair]))), shape=(A, nv))
 
-    def solve(self, A_ub, b_ub, time_limit_s: float, ub: np.ndarray | None = None):
+    def solve(self, A_ub, b_ub, time_limit_s: float, ub: np.ndarray | None = None, extra: int = 0):
         """Largest lambda under the conservation rows and the given rows (interior point); None when HiGHS does
-        not find it (out of time, or lambda 0)."""
+        not find it (out of time, or lambda 0). `extra` columns may follow lambda (column nv - 1) in A_ub."""
         from scipy.optimize import linprog
-        c = np.zeros(self.nv)
-        c[-1] = -1.0
-        ub = np.full(self.nv, np.inf) if ub is None else ub
-        res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=self.eq, b_eq=np.zeros(self.eq.shape[0]),
-                      bounds=np.stack([np.zeros(self.nv), ub], 1), method="highs-ipm",
+        nv = self.nv + extra
+        c = np.zeros(nv)
+        c[self.nv - 1] = -1.0
+        ub = np.full(nv, np.inf) if ub is None else np.concatenate([ub, np.full(nv - len(ub), np.inf)])
+        eq = sp.csr_matrix((self.eq.data, self.eq.indices, self.eq.indptr), shape=(self.eq.shape[0], nv))
+        res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=eq, b_eq=np.zeros(eq.shape[0]),
+                      bounds=np.stack([np.zeros(nv), ub], 1), method="highs-ipm",
                       options={"time_limit": time_limit_s})
-        return None if res.status != 0 or res.x[-1] <= 0 else res.x
+        return None if res.status != 0 or res.x[self.nv - 1] <= 0 else res.x
 
 
 def _solve_lp_relaxation(problem: WiringProblem, time_limit_s: float):
@@ -638,10 +645,54 @@ def _solve_lp_relaxation(problem: WiringProblem, time_limit_s: float):
     ub = np.full(f.nv, np.inf)
     if problem.policy == "direct":  # a source's flow may only leave the source and enter its destination directly
         ub[:f.nf][f.i[f.a_idx] != f.srcs[f.k_idx]] = 0.0
-    x = f.solve(A_ub, np.concatenate([np.zeros(f.i.size), problem.layout.capacity.sum(axis=1)]), time_limit_s, ub)
+    b_ub = np.concatenate([np.zeros(f.i.size), problem.layout.capacity.sum(axis=1)])
+    rows, extra = _switch_rows(problem.layout, f)
+    if extra:
+        A_ub = sp.vstack([sp.csr_matrix((A_ub.data, A_ub.indices, A_ub.indptr), shape=(A_ub.shape[0], f.nv + extra)),
+                          rows[0]])
+        b_ub = np.concatenate([b_ub, rows[1]])
+    x = f.solve(A_ub, b_ub, time_limit_s, ub, extra)
     if x is None:
         return None
-    return float(unit / x[-1]) * (1 - 1e-9), f.pairs, x[f.nf:f.nf + P]
+    return float(unit / x[f.nv - 1]) * (1 - 1e-9), f.pairs, x[f.nf:f.nf + P]
+
+
+def switches_bind(layout: OCSLayout) -> bool:
+    """Whether the switches restrict a fractional wiring beyond each accelerator's port count: not when every
+    switch reaches every accelerator with the same ports, within its radix."""
+    cap, radix = layout.capacity, np.asarray(layout.switch_radix)
+    return not ((cap == cap[:1]).all() and (cap > 0).all() and (radix >= cap.sum(axis=0)).all())
+
+
+def _switch_rows(layout: OCSLayout, f: ConcurrentFlow):
+    """The switches in the LP relaxation, where they bind: a pair's circuits are the sum of its circuits on each
+    switch both reach (columns after lambda), an accelerator holds on a switch at most its ports there, a
+    switch at most radix / 2 circuits. Where every switch reaches every accelerator alike within its radix
+    (one switch per port index, radix >= N) these rows add nothing (a fractional wiring splits evenly over
+    the planes) and are left out: ((rows, right-hand sides), columns added), or (None, 0)."""
+    if not switches_bind(layout):
+        return None, 0
+    cap, radix = layout.capacity, np.asarray(layout.switch_radix)
+    n, S = cap.shape
+    pair_of = np.full((n, n), -1, dtype=np.int64)
+    ends = np.array(f.pairs, dtype=np.int64).reshape(-1, 2).T
+    pair_of[ends[0], ends[1]] = np.arange(ends.shape[1])
+    ya, yb, ys = [], [], []
+    for s in np.flatnonzero(radix >= 2):          # one block of pairs per switch: S <= accelerators x ports
+        on = np.flatnonzero(cap[:, s] > 0)
+        a, b = np.triu_indices(on.size, 1)
+        ya.append(on[a]), yb.append(on[b]), ys.append(np.full(a.size, s))
+    ya, yb, ys = (np.concatenate(v) if v else np.zeros(0, dtype=np.int64) for v in (ya, yb, ys))
+    Y, P, nv = ya.size, len(f.pairs), f.nv + ya.size
+    yc = f.nv + np.arange(Y)
+    link = sp.csr_matrix((np.concatenate([np.ones(P), -np.ones(Y)]),     # pair's circuits <= its switches' sum
+                          (np.concatenate([np.arange(P), pair_of[ya, yb]]), np.concatenate([f.nf + np.arange(P), yc]))),
+                         shape=(P, nv))
+    port = sp.csr_matrix((np.ones(2 * Y), (np.concatenate([ya * S + ys, yb * S + ys]), np.tile(yc, 2))),
+                         shape=(n * S, nv))
+    switch = sp.csr_matrix((np.ones(Y), (ys, yc)), shape=(S, nv))
+    rhs = np.concatenate([np.zeros(P), cap.ravel().astype(np.float64), (radix // 2).astype(np.float64)])
+    return (sp.vstack([link, port, switch]).tocsr(), rhs), Y
 
 
 def _moore_at_surplus(sub: WiringProblem, X: int, M: np.ndarray, cap: float) -> np.ndarray:
