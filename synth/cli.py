@@ -459,16 +459,17 @@ def compare(instance: str, fabrics: str, baseline: str, wiring_path: str | None,
 # --------------------------------------------------------------------------------------------------
 def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, radix: int | None,
                     objective: str, policy: str, fixed: str | None, sets: tuple[str, ...],
-                    context_tokens: int | None, spare: int = 0):
+                    context_tokens: int | None, spare: int = 0, switch_layout: str | None = None):
     """The wiring problem of an instance (its decode traffic) or of a raw matrix (+ hardware options)."""
-    from .formats import is_phases_file, load_phases_traffic, load_traffic, load_wiring
+    from .formats import is_phases_file, load_phases_traffic, load_switch_layout, load_traffic, load_wiring
     from .model import MAX_PORTS, OCSLayout
     from .problem import WiringProblem
     fixed_circuits: tuple = ()
     phases: tuple = ()
     raw_phases = is_phases_file(source)
     if source.endswith(".toml") and not raw_phases:
-        for opt, val in (("--ports", ports), ("--port-bandwidth-gbps", bandwidth), ("--switch-radix", radix)):
+        for opt, val in (("--ports", ports), ("--port-bandwidth-gbps", bandwidth), ("--switch-radix", radix),
+                         ("--switch-layout", switch_layout)):
             if val is not None:
                 raise InvalidInput(f"{opt} describes the hardware of a raw matrix; set it in the instance "
                                    "(or with --set)", field=opt, source=source)
@@ -483,12 +484,12 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
     else:
         if sets or context_tokens:
             raise InvalidInput("--set and --context apply to instance files only", field="--set", source=source)
-        if ports is None or bandwidth is None:
-            raise InvalidInput("a raw matrix needs --ports and --port-bandwidth-gbps", field="--ports",
-                               source=source)
-        if ports < 1:
+        if (ports is None and switch_layout is None) or bandwidth is None:
+            raise InvalidInput("a raw matrix needs --ports (or --switch-layout) and --port-bandwidth-gbps",
+                               field="--ports", source=source)
+        if ports is not None and ports < 1:
             raise InvalidInput(f"port budget must be >= 1, got {ports}", field="--ports")
-        if ports > MAX_PORTS:
+        if ports is not None and ports > MAX_PORTS:
             raise InvalidInput(f"port budget must be <= {MAX_PORTS}, got {ports}", field="--ports")
         if radix is not None and radix < 2:
             raise InvalidInput(f"a switch of radix {radix} cannot host a circuit (needs >= 2)",
@@ -505,9 +506,12 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
                                "\"ocs-synth/phases\") or an instance", field="--objective", source=source)
         else:
             traffic = load_traffic(source)
-        layout = OCSLayout.planes(traffic.accelerators, ports, radix)
+        if switch_layout:
+            layout = load_switch_layout(switch_layout, traffic.accelerators, ports, radix)
+        else:
+            layout = OCSLayout.planes(traffic.accelerators, ports, radix)
         bw, lat, name = bandwidth, 0.0, os.path.basename(source)
-        summary = {"name": name, "path": source, "accelerators": traffic.accelerators, "ports": ports,
+        summary = {"name": name, "path": source, "accelerators": traffic.accelerators, "ports": layout.ports,
                    "port_bandwidth_gbps": bandwidth}
     if spare:
         try:
@@ -560,6 +564,10 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
 @click.option("--switch-radix", "radix", type=int,
               help="Raw matrix or phases file: ports per OCS (default: accelerators); fewer than the accelerators "
                    "split each port's plane over several OCSes.")
+@click.option("--switch-layout", "switch_layout", type=click.Path(dir_okay=False, path_type=str),
+              help="Raw matrix or phases file: the fibre plan, the OCS of each accelerator's port (.npy or .csv: "
+                   "one row per accelerator, one column per port, -1 = none); --switch-radix then gives every "
+                   "switch's ports (default: the most fibres on one).")
 @click.option("--fixed", type=click.Path(dir_okay=False, path_type=str),
               help="Wiring file whose circuits are kept, port for port, by every solver.")
 @click.option("--spare-ports", "spare", default=0, show_default=True, type=int,
@@ -578,8 +586,9 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
 @handles_errors
 def wire(source: str, output: str, solver: str, backend: str, objective: str, policy: str, time_limit: float,
          seed: int, rel_gap: float, max_moves: int | None, ports: int | None, bandwidth: float | None,
-         radix: int | None, fixed: str | None, spare: int, xconnect_dir: str | None, proof_log: str | None,
-         with_baselines: bool, context_tokens: int | None, sets: tuple[str, ...], as_json: bool) -> None:
+         radix: int | None, switch_layout: str | None, fixed: str | None, spare: int, xconnect_dir: str | None,
+         proof_log: str | None, with_baselines: bool, context_tokens: int | None, sets: tuple[str, ...],
+         as_json: bool) -> None:
     """Choose the OCS circuits for an INSTANCE (.toml), a raw traffic matrix (.npy/.csv) or a phases file
     (.toml with format = "ocs-synth/phases", as `ocs-synth traffic --phases` writes) and write the wiring
     file (with its solve block: status, objective, bound, gap). The wiring is verified before it is
@@ -595,7 +604,8 @@ def wire(source: str, output: str, solver: str, backend: str, objective: str, po
         raise InvalidInput(f"must be >= 0, got {seed}", field="--seed")
     if max_moves is not None and max_moves < 1:
         raise InvalidInput(f"must be >= 1, got {max_moves}", field="--max-moves")
-    problem = _wiring_problem(source, ports, bandwidth, radix, objective, policy, fixed, sets, context_tokens, spare)
+    problem = _wiring_problem(source, ports, bandwidth, radix, objective, policy, fixed, sets, context_tokens, spare,
+                              switch_layout)
     if proof_log and os.path.abspath(proof_log) == os.path.abspath(output):
         raise InvalidInput("is the output file; the log needs a file of its own", field="--proof-log", source=proof_log)
     log = open_proof_log(proof_log) if proof_log else None

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .errors import InvalidInput
-from .model import MAX_ACCELERATORS, Circuit, OCSLayout, ProofLog, TrafficMatrix, TrafficPhase, Wiring
+from .model import MAX_ACCELERATORS, MAX_PORTS, Circuit, OCSLayout, ProofLog, TrafficMatrix, TrafficPhase, Wiring
 
 WIRING_FORMAT = "ocs-synth/wiring"
 WIRING_VERSION = 1
@@ -197,6 +197,58 @@ def _edge_rows(rows: list[list[str]], source: str, accelerators: int | None, fir
     out = np.zeros((n, n))
     np.add.at(out, (np.array(src), np.array(dst)), np.array(val))
     return out
+
+
+def load_switch_layout(path: str | os.PathLike, accelerators: int, ports: int | None = None,
+                       radix: int | None = None) -> OCSLayout:
+    """Read a fibre plan: the switch of each accelerator's port, an integer matrix of `accelerators` rows and
+    one column per port (-1: not on an OCS), `.npy` or CSV (no header). Switches are numbered from 0; each has
+    `radix` ports (default: the most fibres on one switch). `ports`, when given, must be the column count."""
+    source = os.fspath(path)
+    if source.endswith(".npy"):
+        try:
+            arr = np.load(io.BytesIO(read_bytes(source)), allow_pickle=False)
+        except (ValueError, OSError, EOFError) as exc:
+            raise InvalidInput(f"not a valid .npy file ({exc})", source=source) from None
+        if arr.dtype.kind not in "iu" or arr.ndim != 2:
+            raise InvalidInput(f"must be a 2-D integer matrix, got {arr.ndim}-D {arr.dtype}", field="switch_of_port",
+                               source=source)
+    elif source.endswith(".csv"):
+        rows = [r for r in csv.reader(io.StringIO(read_text(source))) if r and any(c.strip() for c in r)]
+        if not rows:
+            raise InvalidInput("empty CSV", source=source)
+        for i, r in enumerate(rows):
+            if len(r) != len(rows[0]):
+                raise InvalidInput(f"line {i + 1} has {len(r)} columns, line 1 has {len(rows[0])}",
+                                   field="switch_of_port", source=source)
+            bad = [c for c in r if not c.strip().lstrip("-").isdigit()]
+            if bad:
+                raise InvalidInput(f"line {i + 1}: {bad[0].strip()!r} is not a switch number (an integer, -1 for "
+                                   "none)", field="switch_of_port", source=source)
+        arr = np.array([[int(c) for c in r] for r in rows], dtype=np.int64)
+    else:
+        raise InvalidInput("unknown fibre plan format (expected .npy or .csv)", source=source)
+    if arr.shape[0] != accelerators:
+        raise InvalidInput(f"has {arr.shape[0]} rows, the traffic has {accelerators} accelerators",
+                           field="switch_of_port", source=source)
+    if arr.shape[1] > MAX_PORTS:
+        raise InvalidInput(f"has {arr.shape[1]} columns (ports), more than {MAX_PORTS}", field="switch_of_port",
+                           source=source)
+    if ports is not None and arr.shape[1] != ports:
+        raise InvalidInput(f"has {arr.shape[1]} columns, --ports is {ports}", field="switch_of_port", source=source)
+    if arr.size and arr.min() < -1:
+        raise InvalidInput(f"switch {int(arr.min())} (switches are numbered from 0; -1 = no OCS)",
+                           field="switch_of_port", source=source)
+    if not (arr >= 0).any():
+        raise InvalidInput("no port is on an OCS", field="switch_of_port", source=source)
+    switches = int(arr.max()) + 1
+    fibres = np.bincount(arr[arr >= 0], minlength=switches)
+    if radix is None:
+        radix = int(fibres.max())
+    try:
+        return OCSLayout(arr, (int(radix),) * switches)
+    except InvalidInput as exc:
+        raise exc.located(source) from None
 
 
 def save_traffic(tm: TrafficMatrix, path: str | os.PathLike) -> str:

@@ -799,6 +799,49 @@ def test_cli_switch_radix_below_the_accelerators_splits_the_planes(tmp_path):
     assert "do not fit the instance's OCS switches" in json.loads(stdout)["violations"][0]["message"]
 
 
+def test_cli_switch_layout_file_for_a_raw_matrix(tmp_path):
+    """`--switch-layout` gives a raw matrix's fibre plan (as an instance's `switch_of_port` does): every circuit
+    on a switch both its ports reach in the plan; bad plans exit 2 naming the file and the field."""
+    n = 12
+    m = str(tmp_path / "a2a.npy")
+    np.save(m, np.where(np.eye(n), 0, 1e6))
+    plan = np.array([[0, 1 + a % 2, 3 + a // 6] for a in range(n)])
+    csv_plan = write(tmp_path, "plan.csv", "\n".join(",".join(map(str, r)) for r in plan) + "\n")
+    out = str(tmp_path / "w.json")
+    code, _, err = run("wire", m, "--switch-layout", csv_plan, "--port-bandwidth-gbps", "100", "-o", out,
+                       "--solver", "search", "--max-moves", "100")
+    assert code == 0, err
+    doc = json.loads(open(out).read())
+    assert doc["layout"]["switch_of_port"] == plan.tolist() and doc["layout"]["switch_radix"] == [12] * 5
+    assert all(plan[c["a"][0], c["a"][1]] == c["switch"] == plan[c["b"][0], c["b"][1]] for c in doc["circuits"])
+    assert run("verify", out)[0] == 0
+    np.save(str(tmp_path / "plan.npy"), plan)
+    assert run("wire", m, "--switch-layout", str(tmp_path / "plan.npy"), "--ports", "3", "--switch-radix", "6",
+               "--port-bandwidth-gbps", "100", "-o", out, "--solver", "greedy")[0] == 0
+    assert json.loads(open(out).read())["layout"]["switch_radix"] == [6] * 5
+    np.save(str(tmp_path / "float.npy"), plan.astype(float))
+    bad = {"rows.csv": ("0,1\n0,1\n", "plan: has 2 rows, the traffic has 12 accelerators"),
+           "word.csv": ("0,x\n" * n, "word.csv: switch_of_port: line 1: 'x' is not a switch number"),
+           "ragged.csv": ("0,1\n" * (n - 1) + "0\n", "line 12 has 1 columns, line 1 has 2"),
+           "neg.csv": ("0,-2\n" * n, "switch -2 (switches are numbered from 0"),
+           "dark.csv": ("-1,-1\n" * n, "no port is on an OCS"),
+           "plan.txt": ("0\n", "unknown fibre plan format")}
+    for name, (text, needle) in bad.items():
+        path = write(tmp_path, name, text)
+        code, _, err = run("wire", m, "--switch-layout", path, "--port-bandwidth-gbps", "100", "-o", out)
+        assert code == 2 and needle.replace("plan: ", f"{name}: switch_of_port: ") in err and \
+            err.count("\n") == 1, (name, err)
+    for args, needle in [(("--switch-layout", csv_plan, "--ports", "2"), "has 3 columns, --ports is 2"),
+                         (("--switch-layout", str(tmp_path / "float.npy")), "must be a 2-D integer matrix"),
+                         (("--switch-layout", str(tmp_path / "none.csv")), "none.csv"),
+                         (("--switch-layout", csv_plan, "--switch-radix", "1"), "cannot host a circuit")]:
+        code, _, err = run("wire", m, *args, "--port-bandwidth-gbps", "100", "-o", out)
+        assert code == 2 and needle in err and err.count("\n") == 1, (args, err)
+    code, _, err = run("wire", "instances/decode/llama405b-tp8pp2-16.toml", "--switch-layout", csv_plan, "-o", out)
+    assert code == 2 and "--switch-layout describes the hardware of a raw matrix" in err
+    assert json.loads(open(out).read())["layout"]["switch_radix"] == [6] * 5      # nothing overwritten
+
+
 def test_cli_fixed_circuits_with_the_search(tmp_path):
     """`--fixed` with a heuristic (refused before: exact solvers only): the wiring written keeps the fixed
     circuits port for port and passes verify."""
