@@ -107,8 +107,8 @@ def bench_routing(instance_path: str, wiring=None, rounds: int = 60, seed: int =
     return out
 
 
-SUITE_KEYS = {"name", "source", "ports", "port_bandwidth_gbps", "objective", "optimum", "bound", "best_known",
-              "tolerance", "note", "small"}
+SUITE_KEYS = {"name", "source", "ports", "port_bandwidth_gbps", "switch_radix", "objective", "optimum", "bound",
+              "best_known", "tolerance", "note", "small"}
 
 
 def load_suite(path: str) -> list[dict[str, Any]]:
@@ -154,15 +154,16 @@ def suite_problem(case: dict[str, Any]):
     source = case.get("path", case["source"])
     if is_phases_file(source):
         tm, phases = load_phases_traffic(source)
-    elif source.endswith(".toml"):
-        inst = load_instance(source)
+    elif source.endswith(".toml"):      # `switch_radix` as the instance's [fabric] switch_radix (planes split)
+        inst = load_instance(source, {"fabric.switch_radix": case["switch_radix"]} if "switch_radix" in case else None)
         wl = build_workload(inst)
         return WiringProblem.from_instance(inst, wl.traffic, objective=case["objective"],
                                            phases=step_phases(wl) if case["objective"] == "phases" else (),
                                            workload=wl if case["objective"] == "step" else None)
     else:
         tm = load_traffic(source)
-    return WiringProblem(tm, OCSLayout.uniform(tm.accelerators, case["ports"]), case["port_bandwidth_gbps"],
+    return WiringProblem(tm, OCSLayout.planes(tm.accelerators, case["ports"], case.get("switch_radix")),
+                         case["port_bandwidth_gbps"],
                          case["objective"], name=case["name"], phases=phases if case["objective"] == "phases" else ())
 
 

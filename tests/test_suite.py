@@ -37,6 +37,18 @@ def test_exact_backends_reach_the_recorded_optimum(name):
         assert r["objective"] == pytest.approx(case["optimum"], rel=1e-6), r
 
 
+def test_suite_cases_on_switches_of_a_smaller_radix():
+    """`switch_radix` in a case splits each port's plane over OCSes of that many ports, for a raw matrix and for
+    an instance (as its [fabric] switch_radix)."""
+    from synth.bench import suite_problem
+    cases = {c["name"]: c for c in load_suite("instances/wiring/suite.toml")}
+    small = suite_problem(cases["groups12-radix4"]).layout
+    assert small.switches == 9 and set(small.switch_radix) == {4}
+    big = suite_problem(cases["moe5t-576-radix64"]).layout
+    assert big.switches == 18 * 9 and set(big.switch_radix) == {64}
+    assert suite_problem(cases["moe5t-576"]).layout.is_uniform()
+
+
 def test_check_case_semantics():
     case = {"optimum": 2.0, "bound": 1.5}
     assert check_case(case, "OPTIMAL", 2.0) == "ok"
