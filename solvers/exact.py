@@ -42,7 +42,7 @@ from synth.formats import quiet_stdout as _quiet_stdout
 from synth.model import Limit, SolveParams, SolveResult, SolveStatus, Wiring
 from synth.problem import WiringProblem
 
-from .bounds import ProblemCache, best_bound, final_bound
+from .bounds import ProblemCache, best_bound, final_bound, switches_bind
 from .ctrl_c import CpsatCtrlC, HighsCtrlC
 
 EXACT_MAX = 64   # accelerators; beyond this the exact models are not built
@@ -951,7 +951,7 @@ def _metric_probes(problem: WiringProblem, params: SolveParams, t0: float, best:
     say = params.progress or (lambda msg: None)
     ix = _index(problem)
     sym = _symmetry_rows(problem, ix, seconds=params.time_limit_s)
-    per_switch = bool(problem.fixed_circuits)
+    per_switch = bool(problem.fixed_circuits) or switches_bind(problem.layout)
     cuts = _injection_cuts(MetricCuts(problem, ix))
     adj = best.artifact.adjacency()
     xbest = np.array([adj[p] for p in ix.pairs], dtype=np.float64)

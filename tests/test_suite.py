@@ -6,7 +6,7 @@ import pytest
 
 from synth.bench import bench_wire, check_case, load_suite
 
-FAST = ["ring8", "hotspot6", "alltoall8-time", "alltoall8-hops", "tp-ep6-phases", "llama405b-16-hops"]
+FAST = ["ring8", "hotspot6", "alltoall8-time", "alltoall8-hops", "tp-ep6-phases", "llama405b-16-hops", "groups12-radix4"]
 
 
 def test_suite_file_is_well_formed():
