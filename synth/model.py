@@ -132,7 +132,7 @@ class OCSLayout:
         its fibres. A plane with more fibres than the radix is split over as few switches as hold them, in
         blocks of near-equal size: port k takes the accelerators in plane order k, in blocks, block b on the
         plane's switch b. Port 0's order is 0, 1, 2, ... (consecutive accelerators, e.g. a TP group, share
-        a switch); every other port's is a fixed pseudo-random one (`plane_order`), so the blocks of all the
+        a switch unless a block boundary falls inside them); every other port's is a fixed pseudo-random one (`plane_order`), so the blocks of all the
         ports together join every accelerator to many others, as a union of random partitions would: on
         moe5t-576 with switches of 64 ports, the wiring's step is 3.4% above the bound, against 56% when each
         port's blocks are consecutive accelerators shifted from port to port (BENCHMARKS.md)."""
