@@ -285,14 +285,15 @@ def _counts_or_proof(problem: WiringProblem, values: dict, per_switch: bool, dea
 def _two_stage(problem: WiringProblem, params: SolveParams, solve) -> SolveResult:
     """Solve the degree relaxation (no switch variables, no switch symmetry) and colour its answer onto
     the switches: a relaxation's optimum that fits is optimal for the full problem. When it does not fit
-    (or fixed circuits pin switches), solve the per-switch model with the time left."""
+    (or fixed circuits pin switches), solve the per-switch model with the time left; straight away where the
+    switches bind (`switches_bind`: split planes, explicit fibre plans), whose relaxed answers rarely fit."""
     from dataclasses import replace
     t0 = time.perf_counter()
     if problem.accelerators > EXACT_MAX:
         from synth.errors import InvalidInput
         raise InvalidInput(f"exact models are built for at most {EXACT_MAX} accelerators, this has "
                            f"{problem.accelerators} (use --solver lp-round or auto)", field="solver")
-    if not problem.fixed_circuits:
+    if not problem.fixed_circuits and not switches_bind(problem.layout):
         res = solve(problem, params, per_switch=False)
         if not res.extra.get("uncolourable") or res.limit == Limit.INTERRUPT:   # Ctrl-C: no second round
             return res

@@ -1,5 +1,6 @@
 """The phases objective: a step's phases run one after another, each routed alone (synth.problem, solvers/phased)."""
 import json
+import re
 
 import numpy as np
 import pytest
@@ -419,8 +420,13 @@ def test_search_takes_the_relay_vees_where_they_are_faster(monkeypatch):
             return out
         monkeypatch.setattr(vees, stage, logged)
     res = wire(prob, "search", SolveParams(time_limit_s=6.0, seed=0, progress=said.append))
-    assert res.extra["start"] == "relay vees" and wiring_violations(res.artifact) == [], \
-        "\n".join(said + [f"relay_vees{args} -> {'None' if w is None else 'a wiring'}" for w, args, _ in got])
+    # the V's are the answer, unless the search beat them (once in a full suite run under load the heavy pairs'
+    # searched wiring won, 2026-12-06; the answer is then faster still, and the comparison below stands)
+    vees_s = [float(m.group(1)) for m in (re.match(r"relay vees: ([0-9.e+-]+) s", x) for x in said) if m]
+    assert (res.extra["start"] == "relay vees" or vees_s and res.objective <= vees_s[0]) and \
+        wiring_violations(res.artifact) == [], "\n".join(
+            said + [f"answer {res.objective:.6g} s from {res.extra['start']}"] +
+            [f"relay_vees{args} -> {'None' if w is None else 'a wiring'}" for w, args, _ in got])
     monkeypatch.undo()
     monkeypatch.setattr(solvers, "relay_vees", lambda *a, **k: None)
     without = wire(prob, "search", SolveParams(time_limit_s=6.0, seed=0))
