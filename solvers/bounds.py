@@ -659,8 +659,10 @@ def _solve_lp_relaxation(problem: WiringProblem, time_limit_s: float):
 
 def switches_bind(layout: OCSLayout) -> bool:
     """Whether the switches restrict a fractional wiring beyond each accelerator's port count: not when every
-    switch reaches every accelerator with the same ports, within its radix."""
-    cap, radix = layout.capacity, np.asarray(layout.switch_radix)
+    switch with fibres reaches every accelerator with the same ports, within its radix (switches left dark, as
+    `--spare-ports` leaves them, do not count)."""
+    used = layout.capacity.sum(axis=0) > 0
+    cap, radix = layout.capacity[:, used], np.asarray(layout.switch_radix)[used]
     return not ((cap == cap[:1]).all() and (cap > 0).all() and (radix >= cap.sum(axis=0)).all())
 
 

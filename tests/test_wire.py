@@ -1723,6 +1723,7 @@ def test_lp_relaxation_holds_the_switches_where_they_bind(monkeypatch):
     np.fill_diagonal(t, 0)
     p = WiringProblem(TrafficMatrix(t), OCSLayout.planes(n, 3, 4), 100.0)
     assert bounds.switches_bind(p.layout) and not bounds.switches_bind(OCSLayout.planes(n, 3))
+    assert not bounds.switches_bind(OCSLayout.planes(n, 3).with_spare(1))      # a dark plane restricts nothing
     with_rows = bounds.lp_relaxation_bound(p)
     monkeypatch.setattr(bounds, "switches_bind", lambda layout: False)
     alone = wire(replace(p), "milp", SolveParams(time_limit_s=60))
