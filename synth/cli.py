@@ -646,7 +646,10 @@ def wire(source: str, output: str, solver: str, backend: str, objective: str, po
     click.echo(f"  {len(res.artifact.circuits)} circuits on {res.artifact.layout.switches} switches, routing "
                f"{block.get('routing')}; bounds: " + ", ".join(f"{k} {v:.6g}" for k, v in block.get("bounds", {}).items()))
     for b, r in block.get("baselines", {}).items():
-        click.echo(f"  baseline {b:<9} objective {r['objective']:.6g}  gap {100 * (r['gap'] or 0):.1f}%")
+        if r["objective"] is None or not math.isfinite(r["objective"]):    # e.g. a torus on split planes
+            click.echo(f"  baseline {b:<9} no wiring that serves every demand on these switches")
+        else:
+            click.echo(f"  baseline {b:<9} objective {r['objective']:.6g}  gap {100 * (r['gap'] or 0):.1f}%")
     if log is not None:
         click.echo(f"  proof log {proof_log}: {len(log)} verdicts, {log.added} from this run")
     click.echo(f"wrote {output}" + (f" and cross-connects in {xconnect_dir}" if xconnect_dir else ""))

@@ -785,6 +785,12 @@ def test_cli_switch_radix_below_the_accelerators_splits_the_planes(tmp_path):
     doc = json.loads(open(out).read())
     assert doc["layout"]["kind"] == "explicit" and doc["layout"]["switch_radix"] == [8] * 9
     assert run("verify", out)[0] == 0
+    code, stdout, err = run("wire", m, "--ports", "3", "--port-bandwidth-gbps", "100", "--switch-radix", "8",
+                            "-o", str(tmp_path / "b.json"), "--solver", "greedy", "--baselines", "--time-limit", "5")
+    lines = {ln.split()[1]: ln for ln in stdout.splitlines() if ln.startswith("  baseline ")}
+    assert code == 0 and set(lines) == {"expander", "torus", "topoopt"}, (stdout, err)
+    assert "objective" in lines["expander"] and "inf" not in stdout    # an unserved demand is said in words:
+    assert "no wiring that serves every demand on these switches" in lines["torus"]    # torus pairs apart here
     tables = sorted(xc.glob("switch-*.csv"))
     assert len(tables) == 9
     for t in tables:
