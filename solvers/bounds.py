@@ -622,11 +622,16 @@ class ConcurrentFlow:
         c = np.zeros(nv)
         c[self.nv - 1] = -1.0
         ub = np.full(nv, np.inf) if ub is None else np.concatenate([ub, np.full(nv - len(ub), np.inf)])
-        eq = sp.csr_matrix((self.eq.data, self.eq.indices, self.eq.indptr), shape=(self.eq.shape[0], nv))
+        eq = _widened(self.eq, nv)
         res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=eq, b_eq=np.zeros(eq.shape[0]),
                       bounds=np.stack([np.zeros(nv), ub], 1), method="highs-ipm",
                       options={"time_limit": time_limit_s})
         return None if res.status != 0 or res.x[self.nv - 1] <= 0 else res.x
+
+
+def _widened(m: sp.csr_matrix, cols: int) -> sp.csr_matrix:
+    """`m` with empty columns appended up to `cols`."""
+    return sp.csr_matrix((m.data, m.indices, m.indptr), shape=(m.shape[0], cols))
 
 
 def _solve_lp_relaxation(problem: WiringProblem, time_limit_s: float):
@@ -648,8 +653,7 @@ def _solve_lp_relaxation(problem: WiringProblem, time_limit_s: float):
     b_ub = np.concatenate([np.zeros(f.i.size), problem.layout.capacity.sum(axis=1)])
     rows, extra = _switch_rows(problem.layout, f)
     if extra:
-        A_ub = sp.vstack([sp.csr_matrix((A_ub.data, A_ub.indices, A_ub.indptr), shape=(A_ub.shape[0], f.nv + extra)),
-                          rows[0]])
+        A_ub = sp.vstack([_widened(A_ub.tocsr(), f.nv + extra), rows[0]])
         b_ub = np.concatenate([b_ub, rows[1]])
     x = f.solve(A_ub, b_ub, time_limit_s, ub, extra)
     if x is None:

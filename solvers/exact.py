@@ -282,18 +282,25 @@ def _counts_or_proof(problem: WiringProblem, values: dict, per_switch: bool, dea
     return out, False
 
 
+def _per_switch(problem: WiringProblem) -> bool:
+    """Whether the exact models need a circuit count per switch from the start: fixed circuits pin switches,
+    and where the switches bind (`switches_bind`: split planes, explicit fibre plans) answers of the degree
+    relaxation rarely fit on them."""
+    return bool(problem.fixed_circuits) or switches_bind(problem.layout)
+
+
 def _two_stage(problem: WiringProblem, params: SolveParams, solve) -> SolveResult:
     """Solve the degree relaxation (no switch variables, no switch symmetry) and colour its answer onto
     the switches: a relaxation's optimum that fits is optimal for the full problem. When it does not fit
-    (or fixed circuits pin switches), solve the per-switch model with the time left; straight away where the
-    switches bind (`switches_bind`: split planes, explicit fibre plans), whose relaxed answers rarely fit."""
+    (or fixed circuits pin switches), solve the per-switch model with the time left; straight away where
+    `_per_switch` says so."""
     from dataclasses import replace
     t0 = time.perf_counter()
     if problem.accelerators > EXACT_MAX:
         from synth.errors import InvalidInput
         raise InvalidInput(f"exact models are built for at most {EXACT_MAX} accelerators, this has "
                            f"{problem.accelerators} (use --solver lp-round or auto)", field="solver")
-    if not problem.fixed_circuits and not switches_bind(problem.layout):
+    if not _per_switch(problem):
         res = solve(problem, params, per_switch=False)
         if not res.extra.get("uncolourable") or res.limit == Limit.INTERRUPT:   # Ctrl-C: no second round
             return res
@@ -952,7 +959,7 @@ def _metric_probes(problem: WiringProblem, params: SolveParams, t0: float, best:
     say = params.progress or (lambda msg: None)
     ix = _index(problem)
     sym = _symmetry_rows(problem, ix, seconds=params.time_limit_s)
-    per_switch = bool(problem.fixed_circuits) or switches_bind(problem.layout)
+    per_switch = _per_switch(problem)
     cuts = _injection_cuts(MetricCuts(problem, ix))
     adj = best.artifact.adjacency()
     xbest = np.array([adj[p] for p in ix.pairs], dtype=np.float64)

@@ -241,12 +241,10 @@ def load_switch_layout(path: str | os.PathLike, accelerators: int, ports: int | 
                            field="switch_of_port", source=source)
     if not (arr >= 0).any():
         raise InvalidInput("no port is on an OCS", field="switch_of_port", source=source)
-    switches = int(arr.max()) + 1
-    fibres = np.bincount(arr[arr >= 0], minlength=switches)
-    if radix is None:
-        radix = int(fibres.max())
+    if radix is None:                  # the most fibres on one switch
+        radix = int(np.bincount(arr[arr >= 0]).max())
     try:
-        return OCSLayout(arr, (int(radix),) * switches)
+        return OCSLayout(arr, (int(radix),) * (int(arr.max()) + 1))
     except InvalidInput as exc:
         raise exc.located(source) from None
 

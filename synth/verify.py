@@ -41,7 +41,7 @@ def wiring_violations(w: Wiring, instance: Any | None = None) -> list[Violation]
         if instance.hardware.ports != p:
             out.append(Violation("instance", f"wiring has {p} ports per accelerator, instance has "
                                  f"{instance.hardware.ports}"))
-        if not out and not lay == (own := instance.ocs_layout()):
+        if not out and lay != (own := instance.ocs_layout()):
             # the file's layout may differ in ports no circuit uses; its circuits must fit the instance's switches
             bad = [v for v in wiring_violations(Wiring(n, p, w.circuits, own))
                    if v.rule in ("unattached", "switch-range", "cross-switch", "radix")]
