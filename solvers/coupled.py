@@ -35,6 +35,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from synth.errors import Infeasible, InvalidInput
 from synth.model import Circuit, OCSLayout, SolveParams, SolveResult, Wiring
 from synth.problem import WiringProblem
 
@@ -155,7 +156,10 @@ def coupled_start(problem: WiringProblem, solver: str, params: SolveParams, grou
         sub_sop[pos, port] = -1
     if not (sub_sop >= 0).any(axis=1).all():
         return None                       # a group member would keep no port of its own
-    sub = replace(sub_full, layout=OCSLayout(sub_sop, lay.switch_radix))
+    try:
+        sub = replace(sub_full, layout=OCSLayout(sub_sop, lay.switch_radix))
+    except (InvalidInput, Infeasible):    # the held ports leave the group too few to connect its own demand
+        return None
     say = params.progress
     res = wire(sub, solver, replace(params, progress=(lambda m: say(f"coupled group: {m}")) if say else None))
     if res.artifact is None:

@@ -107,8 +107,8 @@ def bench_routing(instance_path: str, wiring=None, rounds: int = 60, seed: int =
     return out
 
 
-SUITE_KEYS = {"name", "source", "ports", "port_bandwidth_gbps", "switch_radix", "objective", "optimum", "bound",
-              "best_known", "tolerance", "note", "small"}
+SUITE_KEYS = {"name", "source", "ports", "port_bandwidth_gbps", "switch_radix", "fibre_plan", "objective", "optimum",
+              "bound", "best_known", "tolerance", "note", "small"}
 
 
 def load_suite(path: str) -> list[dict[str, Any]]:
@@ -128,6 +128,9 @@ def load_suite(path: str) -> list[dict[str, Any]]:
         for k in ("name", "source", "objective"):
             if k not in c:
                 raise InvalidInput("missing required key", field=f"case[{i}].{k}", source=path)
+        if c.get("fibre_plan", "spread") not in ("spread", "fit"):
+            raise InvalidInput(f"must be spread or fit, got {c['fibre_plan']!r}", field=f"case[{i}].fibre_plan",
+                               source=path)
         c["path"] = _resolved(c["source"], path)
     return cases
 
@@ -154,17 +157,19 @@ def suite_problem(case: dict[str, Any]):
     source = case.get("path", case["source"])
     if is_phases_file(source):
         tm, phases = load_phases_traffic(source)
-    elif source.endswith(".toml"):      # `switch_radix` as the instance's [fabric] switch_radix (planes split)
-        inst = load_instance(source, {"fabric.switch_radix": case["switch_radix"]} if "switch_radix" in case else None)
+    elif source.endswith(".toml"):      # `switch_radix`, `fibre_plan` as the instance's [fabric] keys (planes split)
+        sets = {f"fabric.{k}": case[k] for k in ("switch_radix", "fibre_plan") if k in case}
+        inst = load_instance(source, sets or None)
         wl = build_workload(inst)
         return WiringProblem.from_instance(inst, wl.traffic, objective=case["objective"],
                                            phases=step_phases(wl) if case["objective"] == "phases" else (),
                                            workload=wl if case["objective"] == "step" else None)
     else:
         tm = load_traffic(source)
-    return WiringProblem(tm, OCSLayout.planes(tm.accelerators, case["ports"], case.get("switch_radix")),
-                         case["port_bandwidth_gbps"],
-                         case["objective"], name=case["name"], phases=phases if case["objective"] == "phases" else ())
+    n, p, r = tm.accelerators, case["ports"], case.get("switch_radix")
+    layout, split = OCSLayout.fitted_planes(n, p, r) if case.get("fibre_plan") == "fit" else (OCSLayout.planes(n, p, r), None)
+    return WiringProblem(tm, layout, case["port_bandwidth_gbps"], case["objective"], name=case["name"],
+                         phases=phases if case["objective"] == "phases" else (), fibre_fit=split)
 
 
 def check_case(case: dict[str, Any], status: str, objective: float, rel: float = 1e-6,

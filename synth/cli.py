@@ -316,7 +316,11 @@ def default_wiring(inst, ocs_ports: int | None = None):
         sop = lay.switch_of_port.copy()
         sop[:, ocs_ports:] = -1
         lay = OCSLayout(sop, lay.switch_radix)
-    return expander(lay, seed=inst.workload.seed).with_meta(
+    w = expander(lay, seed=inst.workload.seed)
+    if inst.fibre_fit() is not None:           # whole planes, cabled onto the OCSes as `wire` would
+        from solvers.fibre_plan import fit
+        w = fit(w, inst.fibre_fit())
+    return w.with_meta(
         solve={"solver": "expander (default)", "seed": inst.workload.seed}, instance=inst.summary())
 
 
@@ -459,7 +463,8 @@ def compare(instance: str, fabrics: str, baseline: str, wiring_path: str | None,
 # --------------------------------------------------------------------------------------------------
 def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, radix: int | None,
                     objective: str, policy: str, fixed: str | None, sets: tuple[str, ...],
-                    context_tokens: int | None, spare: int = 0, switch_layout: str | None = None):
+                    context_tokens: int | None, spare: int = 0, switch_layout: str | None = None,
+                    fibre_plan: str | None = None):
     """The wiring problem of an instance (its decode traffic) or of a raw matrix (+ hardware options)."""
     from .formats import is_phases_file, load_phases_traffic, load_switch_layout, load_traffic, load_wiring
     from .model import MAX_PORTS, OCSLayout
@@ -469,7 +474,7 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
     raw_phases = is_phases_file(source)
     if source.endswith(".toml") and not raw_phases:
         for opt, val in (("--ports", ports), ("--port-bandwidth-gbps", bandwidth), ("--switch-radix", radix),
-                         ("--switch-layout", switch_layout)):
+                         ("--switch-layout", switch_layout), ("--fibre-plan", fibre_plan)):
             if val is not None:
                 raise InvalidInput(f"{opt} describes the hardware of a raw matrix; set it in the instance "
                                    "(or with --set)", field=opt, source=source)
@@ -481,6 +486,7 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
         workload = wl if objective == "step" else None
         layout, bw, lat, name, summary = (inst.ocs_layout(), inst.hardware.port_bandwidth_gbps,
                                           inst.hardware.link_latency_us, inst.name, inst.summary())
+        split = inst.fibre_fit()
     else:
         if sets or context_tokens:
             raise InvalidInput("--set and --context apply to instance files only", field="--set", source=source)
@@ -506,8 +512,14 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
                                "\"ocs-synth/phases\") or an instance", field="--objective", source=source)
         else:
             traffic = load_traffic(source)
+        split = None
         if switch_layout:
+            if fibre_plan == "fit":
+                raise InvalidInput("fit chooses the fibre plan; --switch-layout gives one (leave one of them out)",
+                                   field="--fibre-plan")
             layout = load_switch_layout(switch_layout, traffic.accelerators, ports, radix)
+        elif fibre_plan == "fit":
+            layout, split = OCSLayout.fitted_planes(traffic.accelerators, ports, radix)
         else:
             layout = OCSLayout.planes(traffic.accelerators, ports, radix)
         bw, lat, name = bandwidth, 0.0, os.path.basename(source)
@@ -518,6 +530,9 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
             layout = layout.with_spare(spare)
         except InvalidInput as exc:
             raise InvalidInput(exc.rule, field="--spare-ports", source=source) from None
+    if fixed and split is not None:
+        raise InvalidInput("--fixed keeps circuits on the OCSes of a given fibre plan; fit chooses the plan after "
+                           "the wiring", field="--fixed", source=source)
     if fixed:
         fw = load_wiring(fixed)
         if fw.accelerators != traffic.accelerators or fw.ports_per_accelerator != layout.ports:
@@ -526,7 +541,7 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
         fixed_circuits = fw.circuits
     try:
         return WiringProblem(traffic, layout, bw, objective, policy, fixed_circuits, lat, name, summary, phases,
-                             workload)
+                             workload, split)
     except (InvalidInput, Infeasible) as exc:
         if fixed and exc.field == "fixed_circuits":     # named in the file that holds them
             raise type(exc)(exc.rule, field="circuits", source=fixed) from None
@@ -568,6 +583,10 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
               help="Raw matrix or phases file: the fibre plan, the OCS of each accelerator's port (.npy or .csv: "
                    "one row per accelerator, one column per port, -1 = none); --switch-radix then gives every "
                    "switch's ports (default: the most fibres on one).")
+@click.option("--fibre-plan", "fibre_plan", type=click.Choice(["spread", "fit"]),
+              help="Raw matrix or phases file, where --switch-radix splits the planes: spread (default) fixes the "
+                   "fibre plan first, each OCS reaching many accelerators; fit wires whole planes and writes the plan "
+                   "that hosts the wiring (instances: [fabric] fibre_plan).")
 @click.option("--fixed", type=click.Path(dir_okay=False, path_type=str),
               help="Wiring file whose circuits are kept, port for port, by every solver.")
 @click.option("--spare-ports", "spare", default=0, show_default=True, type=int,
@@ -586,7 +605,8 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
 @handles_errors
 def wire(source: str, output: str, solver: str, backend: str, objective: str, policy: str, time_limit: float,
          seed: int, rel_gap: float, max_moves: int | None, ports: int | None, bandwidth: float | None,
-         radix: int | None, switch_layout: str | None, fixed: str | None, spare: int, xconnect_dir: str | None,
+         radix: int | None, switch_layout: str | None, fibre_plan: str | None, fixed: str | None, spare: int,
+         xconnect_dir: str | None,
          proof_log: str | None, with_baselines: bool, context_tokens: int | None, sets: tuple[str, ...],
          as_json: bool) -> None:
     """Choose the OCS circuits for an INSTANCE (.toml), a raw traffic matrix (.npy/.csv) or a phases file
@@ -605,7 +625,7 @@ def wire(source: str, output: str, solver: str, backend: str, objective: str, po
     if max_moves is not None and max_moves < 1:
         raise InvalidInput(f"must be >= 1, got {max_moves}", field="--max-moves")
     problem = _wiring_problem(source, ports, bandwidth, radix, objective, policy, fixed, sets, context_tokens, spare,
-                              switch_layout)
+                              switch_layout, fibre_plan)
     if proof_log and os.path.abspath(proof_log) == os.path.abspath(output):
         raise InvalidInput("is the output file; the log needs a file of its own", field="--proof-log", source=proof_log)
     log = open_proof_log(proof_log) if proof_log else None

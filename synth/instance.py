@@ -17,12 +17,13 @@ import numpy as np
 
 from . import presets
 from .errors import InvalidInput, InvalidInstance, unknown_key_message
-from .model import MAX_ACCELERATORS, Accelerator, OCSLayout
+from .model import MAX_ACCELERATORS, Accelerator, FibreFit, OCSLayout
 from .schema import field_names, from_mapping, spec, to_mapping, validate
 
 FORMAT = "ocs-synth/instance"
 VERSION = 1
 FABRIC_KINDS = ("ocs", "eps", "torus3d", "fullmesh3d", "scaleup", "scaleout", "hybrid")
+FIBRE_PLANS = ("spread", "fit")
 
 
 @dataclass(frozen=True)
@@ -141,13 +142,19 @@ class ModelSpec:
 class FabricSpec:
     """How the accelerators' ports are joined. For OCS: `switches` (default: one per port index) and
     `switch_radix` (default: the accelerator count); port k goes to switch k mod `switches`, unless
-    `switch_of_port` (accelerators x ports, -1 = not on an OCS) says otherwise."""
+    `switch_of_port` (accelerators x ports, -1 = not on an OCS) says otherwise. A switch (plane) with more
+    fibres than `switch_radix` is split over several OCSes by `fibre_plan`: "spread" fixes the plan before
+    the wiring (`OCSLayout.planes`); "fit" wires the whole planes and cables each onto its OCSes after
+    (`OCSLayout.fitted_planes`, `solvers.fibre_plan`)."""
 
     kind: str = spec("ocs", choices=FABRIC_KINDS)
     switches: int | None = spec(None, ge=1)
     switch_radix: int | None = spec(None, ge=2)
     switch_of_port: tuple[tuple[int, ...], ...] | None = spec(None)
     ocs_ports: int | None = spec(None, ge=0, doc="hybrid: ports per accelerator on OCS, the rest on EPS")
+    fibre_plan: str = spec("spread", choices=FIBRE_PLANS,
+                           doc="where a plane outgrows switch_radix: spread (a fixed plan, every OCS reaching "
+                               "many accelerators) or fit (the plan chosen for the wiring)")
 
     def __post_init__(self) -> None:
         validate(self)
@@ -355,6 +362,9 @@ class Instance:
         if fab.ocs_ports is not None and fab.ocs_ports > self.hardware.ports:
             raise InvalidInstance(f"{fab.ocs_ports} exceeds the {self.hardware.ports} ports",
                                   field="fabric.ocs_ports")
+        if fab.fibre_plan == "fit" and fab.switch_of_port is not None:
+            raise InvalidInstance("fit chooses the fibre plan; switch_of_port gives one (leave one of them out)",
+                                  field="fabric.fibre_plan")
         try:
             self.ocs_layout()
         except InvalidInput as exc:
@@ -391,7 +401,8 @@ class Instance:
             on = p if fab.ocs_ports is None else min(fab.ocs_ports, p)
             if on == 0:
                 return OCSLayout(np.full((n, p), -1, dtype=np.int64), (fab.switch_radix or 1,) * (fab.switches or p))
-            lay = OCSLayout.planes(n, on, fab.switch_radix, fab.switches)
+            lay = OCSLayout.fitted_planes(n, on, fab.switch_radix, fab.switches)[0] if fab.fibre_plan == "fit" \
+                else OCSLayout.planes(n, on, fab.switch_radix, fab.switches)
             return OCSLayout(np.pad(lay.switch_of_port, ((0, 0), (0, p - on)), constant_values=-1), lay.switch_radix)
         sop = np.array(fab.switch_of_port, dtype=np.int64)
         switches = fab.switches or int(sop.max()) + 1
@@ -400,6 +411,15 @@ class Instance:
         on = sop[(sop >= 0) & (sop < switches)]           # ports per switch, counted (not a switches x n x p mask)
         radix = fab.switch_radix or int(max(1, np.bincount(on, minlength=switches).max()))
         return OCSLayout(sop, (radix,) * switches)
+
+    def fibre_fit(self) -> FibreFit | None:
+        """The OCSes the planes of `ocs_layout()` are cabled onto after the wiring (`fibre_plan = "fit"` where a
+        plane outgrows the radix), or None: the layout is the OCSes themselves."""
+        n, p, fab = self.accelerators, self.hardware.ports, self.fabric
+        on = p if fab.ocs_ports is None else min(fab.ocs_ports, p)
+        if fab.fibre_plan != "fit" or fab.switch_of_port is not None or on == 0:
+            return None
+        return OCSLayout.fitted_planes(n, on, fab.switch_radix, fab.switches)[1]
 
     def with_context(self, context_tokens: int) -> "Instance":
         return replace(self, workload=replace(self.workload, context_tokens=int(context_tokens)))

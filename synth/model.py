@@ -86,6 +86,25 @@ def plane_order(accelerators: int, port: int) -> np.ndarray:
     return rank
 
 
+def _plane_switches(n: int, per: np.ndarray, radix: int) -> np.ndarray:
+    """OCSes of `radix` ports each plane is split over: as few as hold its n accelerators' `per` fibres each
+    with each port's fibres in near-equal blocks (at most radix // per of a port's on one OCS)."""
+    return np.where(per > 0, -(-n // (radix // np.maximum(per, 1))), 1)
+
+
+@dataclass(frozen=True)
+class FibreFit:
+    """A fibre plan the tool chooses: envelope switch j (a whole plane) is cabled onto `switches[j]` OCSes of
+    `radix` ports each, after the wiring (`OCSLayout.fitted_planes`, `solvers.fibre_plan.fit`)."""
+
+    radix: int
+    switches: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if self.radix < 2 or any(s < 1 for s in self.switches):
+            raise InvalidInput("needs a radix >= 2 and >= 1 OCS per plane", field="switch_radix")
+
+
 @dataclass(frozen=True, eq=False)
 class OCSLayout:
     """Which OCS switch each accelerator port is attached to, and each switch's radix.
@@ -153,13 +172,34 @@ class OCSLayout:
             raise InvalidInput(f"a switch of radix {radix} cannot take the {int(per.max())} ports each accelerator "
                                "has on one plane" if radix >= 2 else f"a switch of radix {radix} cannot host a "
                                "circuit (needs >= 2)", field="switch_radix")
-        blocks = np.where(per > 0, -(-n // (radix // np.maximum(per, 1))), 1)    # switches per plane
+        blocks = _plane_switches(n, per, radix)
         first = np.concatenate(([0], np.cumsum(blocks)[:-1]))
         sop = np.empty((n, ports), dtype=np.int64)
         for k in range(ports):                                    # one column per port: p <= MAX_PORTS
             j = plane[k]
             sop[:, k] = first[j] + (plane_order(n, k) * blocks[j]) // n
         return cls(sop, (radix,) * int(blocks.sum()))
+
+    @classmethod
+    def fitted_planes(cls, accelerators: int, ports: int, switch_radix: int | None = None,
+                      planes: int | None = None) -> tuple["OCSLayout", "FibreFit | None"]:
+        """The planes of :meth:`planes` with the fibre plan left to choose: (the envelope, the split). Where a
+        plane outgrows the radix, the envelope takes it whole, as one switch that holds as many circuits as
+        its OCSes would together (each a matching of at most radix / 2): every wiring on any fibre plan of
+        those OCSes is a wiring on the envelope, so a bound there holds for them all, and every wiring on
+        the envelope has a fibre plan that hosts it (each plane's circuits are a matching: its pairs of
+        fibres pack onto the OCSes whole; `solvers.fibre_plan.fit`). The split is None where no plane is
+        split: then the envelope is `planes`' layout itself."""
+        lay = cls.planes(accelerators, ports, switch_radix, planes)
+        n, planes = accelerators, ports if planes is None else int(planes)
+        if lay.switches == planes:
+            return lay, None
+        radix = int(switch_radix)
+        per = np.bincount(np.arange(ports) % planes, minlength=planes)
+        blocks = _plane_switches(n, per, radix)
+        envelope = np.minimum(n * per, blocks * 2 * (radix // 2))
+        sop = np.tile((np.arange(ports) % planes).astype(np.int64), (n, 1))
+        return cls(sop, tuple(int(r) for r in envelope)), FibreFit(radix, tuple(int(b) for b in blocks))
 
     def with_spare(self, k: int) -> "OCSLayout":
         """The layout with each accelerator's last `k` OCS-attached ports left dark: spares held for

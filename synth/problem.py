@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from .errors import Infeasible, InvalidInput
-from .model import Circuit, OCSLayout, TrafficMatrix, TrafficPhase, Wiring
+from .model import Circuit, FibreFit, OCSLayout, TrafficMatrix, TrafficPhase, Wiring
 from .network import Network, ecmp_loads, optimal_routing
 
 OBJECTIVES = ("time", "hops", "phases", "step")
@@ -82,9 +82,17 @@ class WiringProblem:
     instance: dict | None = None
     phases: tuple[TrafficPhase, ...] = ()
     workload: Any = None          # the instance's Workload, for the step objective
+    fibre_fit: FibreFit | None = None   # the layout is an envelope; answers are cabled onto these OCSes
 
     def __post_init__(self) -> None:
         n = self.traffic.accelerators
+        if self.fibre_fit is not None:
+            if self.fixed_circuits:
+                raise InvalidInput("fixed circuits name the switches of a given fibre plan; a fitted plan is "
+                                   "chosen after the wiring", field="fixed_circuits")
+            if len(self.fibre_fit.switches) != self.layout.switches:
+                raise InvalidInput(f"the fibre plan splits {len(self.fibre_fit.switches)} planes, the layout has "
+                                   f"{self.layout.switches}", field="fibre_fit")
         if self.objective == "step":
             if self.workload is None:
                 raise InvalidInput("the step objective needs an instance (the evaluator times its decode step)",
@@ -213,7 +221,7 @@ class WiringProblem:
                       workload: Any = None) -> "WiringProblem":
         return cls(traffic, inst.ocs_layout(), inst.hardware.port_bandwidth_gbps, objective, policy,
                    tuple(fixed_circuits), inst.hardware.link_latency_us, inst.name, inst.summary(), tuple(phases),
-                   workload)
+                   workload, inst.fibre_fit())
 
     @property
     def accelerators(self) -> int:

@@ -31,7 +31,9 @@ def wiring_violations(w: Wiring, instance: Any | None = None) -> list[Violation]
     - port-reused: a port is in more than one circuit;
     - radix: a switch holds more circuits than radix / 2;
     - instance: the wiring's size differs from the instance's, or a circuit is not realizable on the instance's
-      OCS layout (its ports on other switches there, or past a switch's radix there).
+      OCS layout (its ports on other switches there, or past a switch's radix there); where the instance
+      leaves the fibre plan to the wiring (`fibre_plan = "fit"`), the wiring's layout is not a plan of its
+      OCSes (an OCS with fibres of two planes, more OCSes on a plane or more ports on one than it has).
     """
     out: list[Violation] = []
     n, p, lay = w.accelerators, w.ports_per_accelerator, w.layout
@@ -41,7 +43,13 @@ def wiring_violations(w: Wiring, instance: Any | None = None) -> list[Violation]
         if instance.hardware.ports != p:
             out.append(Violation("instance", f"wiring has {p} ports per accelerator, instance has "
                                  f"{instance.hardware.ports}"))
-        if not out and lay != (own := instance.ocs_layout()):
+        split = instance.fibre_fit() if not out else None
+        if split is not None:           # the plan is the wiring's to choose: it must be one on these OCSes
+            misfit = _plan_misfit(lay, instance.ocs_layout(), split)
+            if misfit:
+                out.append(Violation("instance", f"the wiring's fibre plan does not fit the instance's OCSes: "
+                                     f"{misfit}"))
+        elif not out and lay != (own := instance.ocs_layout()):
             # the file's layout may differ in ports no circuit uses; its circuits must fit the instance's switches
             bad = [v for v in wiring_violations(Wiring(n, p, w.circuits, own))
                    if v.rule in ("unattached", "switch-range", "cross-switch", "radix")]
@@ -80,6 +88,32 @@ def wiring_violations(w: Wiring, instance: Any | None = None) -> list[Violation]
         out.append(Violation("radix", f"switch {s} holds {per_switch[s]} circuits ({2 * per_switch[s]} ports), "
                              f"radix is {lay.switch_radix[s]}"))
     return out
+
+
+def _plan_misfit(lay: Any, planes: Any, split: Any) -> str:
+    """Why the layout `lay` is not a fibre plan of the instance's split planes (`planes`, one switch per plane,
+    each cabled onto `split.switches[j]` OCSes of `split.radix` ports), or "": every fibre of an OCS from
+    one plane, no more OCSes on a plane than it has, none with more fibres or a larger radix than it has."""
+    a, k = np.nonzero(lay.switch_of_port >= 0)
+    s, j = lay.switch_of_port[a, k], planes.switch_of_port[a, k]
+    if (j < 0).any():
+        i = int(np.flatnonzero(j < 0)[0])
+        return f"port {a[i]}:{k[i]} is on switch {s[i]}, and on no OCS in the instance"
+    pairs = np.unique(np.stack([s, j], axis=1), axis=0)         # (OCS, plane), each OCS once if it is whole
+    twice = np.flatnonzero(np.diff(pairs[:, 0]) == 0)
+    if twice.size:
+        i = int(twice[0])
+        return f"switch {pairs[i, 0]} takes fibres of planes {pairs[i, 1]} and {pairs[i + 1, 1]}"
+    used = np.bincount(pairs[:, 1], minlength=planes.switches)
+    over = np.flatnonzero(used > np.array(split.switches))
+    if over.size:
+        return f"plane {over[0]} is on {used[over[0]]} switches, the instance has {split.switches[over[0]]} for it"
+    fibres = np.bincount(s, minlength=lay.switches)
+    radix = np.where(fibres > 0, np.maximum(fibres, lay.switch_radix), 0)
+    if (radix > split.radix).any():
+        o = int(np.flatnonzero(radix > split.radix)[0])
+        return f"switch {o} has {fibres[o]} fibres and radix {lay.switch_radix[o]}; the OCSes have {split.radix} ports"
+    return ""
 
 
 def require_valid_wiring(w: Wiring, instance: Any | None = None, *, source: str = "<wiring>") -> Wiring:

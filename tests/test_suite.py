@@ -47,6 +47,10 @@ def test_suite_cases_on_switches_of_a_smaller_radix():
     big = suite_problem(cases["moe5t-576-radix64"]).layout
     assert big.switches == 18 * 9 and set(big.switch_radix) == {64}
     assert suite_problem(cases["moe5t-576"]).layout.is_uniform()
+    fitted = suite_problem({**cases["groups12-radix4"], "fibre_plan": "fit"})      # whole planes, cabled after
+    assert fitted.layout.is_uniform() and fitted.fibre_fit.switches == (3, 3, 3) and fitted.fibre_fit.radix == 4
+    inst = suite_problem({**cases["moe5t-576-radix64"], "fibre_plan": "fit"})
+    assert inst.layout.is_uniform() and inst.fibre_fit.switches == (9,) * 18
 
 
 def test_check_case_semantics():
@@ -66,6 +70,9 @@ def test_bad_suite_file(tmp_path):
     p.write_text('[[case]]\nname = "x"\nsource = "a.npy"\nobjective = "time"\nportz = 3\n')
     r = CliRunner().invoke(main, ["bench", "wire", "--suite", str(p)])
     assert r.exit_code == 2 and 'did you mean "ports"' in r.stderr and r.stderr.count("\n") == 1
+    p.write_text('[[case]]\nname = "x"\nsource = "a.npy"\nobjective = "time"\nfibre_plan = "tidy"\n')
+    r = CliRunner().invoke(main, ["bench", "wire", "--suite", str(p)])
+    assert r.exit_code == 2 and "case[0].fibre_plan: must be spread or fit, got 'tidy'" in r.stderr
     p.write_text("[[case]\n")
     r = CliRunner().invoke(main, ["bench", "wire", "--suite", str(p)])
     assert r.exit_code == 2 and "malformed TOML" in r.stderr

@@ -2691,3 +2691,22 @@ def test_ctrl_c_during_load_aware_swaps_keeps_the_swaps_kept(monkeypatch):
     out = solvers._load_swaps(p, SolveParams(time_limit_s=60), "search", res, time.perf_counter())
     assert out.limit == Limit.INTERRUPT and out.extra["load_swaps"] == {"routed": 1, "kept": 0}
     assert out.objective == res.objective
+
+
+def test_search_returns_a_start_that_meets_the_bound_as_built():
+    """A ring demand on 8 accelerators, 2 ports, OCSes of 4 ports on the spread plan: a start already meets the
+    bound (20 ms), so the search answers OPTIMAL with it and makes no moves (it spent the clock on them before)."""
+    p = WiringProblem(TrafficMatrix(ring_demand(8)), OCSLayout.planes(8, 2, 4), 800.0)
+    res = wire(p, "search", SolveParams(time_limit_s=30))
+    assert res.status == SolveStatus.OPTIMAL and res.objective == pytest.approx(0.02)
+    assert res.extra["moves_tried"] == 0 and not wiring_violations(res.artifact)
+
+
+def test_coupled_start_passes_over_held_ports_that_disconnect_a_group():
+    """groups12 on 3 whole planes: holding ports back for the groups' crossing traffic can leave a group too few
+    to connect its own demand; that start is passed over (it used to end the run with exit 2, "no wiring within
+    the switches' radix connects the demand", raised while building it)."""
+    t = np.load("instances/wiring/groups12.npy")
+    p = WiringProblem(TrafficMatrix(t), OCSLayout.uniform(12, 3), 100.0)
+    res = wire(p, "milp", SolveParams(time_limit_s=10))      # at 5 s the start with more held ports is not tried
+    assert res.artifact is not None and np.isfinite(res.objective) and not wiring_violations(res.artifact)

@@ -1,0 +1,190 @@
+"""Fibre plans chosen for the wiring (`fibre_plan = "fit"`, `wire --fibre-plan fit`): whole planes wired, then
+cabled onto the OCSes each plane is split over (solvers/fibre_plan.py)."""
+import json
+
+import networkx as nx
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from solvers import wire
+from solvers.baselines import expander
+from solvers.fibre_plan import fit
+from synth.cli import main
+from synth.errors import InvalidInput
+from synth.instance import load_instance
+from synth.model import Circuit, OCSLayout, SolveParams, SolveStatus, TrafficMatrix, Wiring
+from synth.problem import WiringProblem
+from synth.verify import wiring_violations
+
+from .conftest import write
+
+INSTANCE = "instances/decode/llama405b-tp8pp2-16.toml"
+
+
+def run(*args):
+    r = CliRunner().invoke(main, list(args))
+    return r.exit_code, r.stdout, r.stderr
+
+
+def ring(n, b=1e9):
+    t = np.zeros((n, n))
+    for a in range(n):
+        t[a, (a + 1) % n] = t[(a + 1) % n, a] = b
+    return t
+
+
+@pytest.mark.parametrize("n,ports,radix,planes,spare", [
+    (8, 2, 4, None, 0), (12, 3, 4, None, 0), (9, 2, 3, None, 0), (7, 2, 2, None, 0), (11, 3, 5, None, 0),
+    (10, 4, 3, 2, 0), (16, 4, 6, 2, 0), (32, 18, 8, None, 0), (24, 4, 6, None, 1), (576, 18, 64, None, 0)])
+def test_fit_cables_any_envelope_wiring_onto_as_many_ocses_as_a_fixed_plan(n, ports, radix, planes, spare):
+    """Any wiring on the envelope (here the expander, several seeds) is cabled with the same circuits, ports
+    and graph onto the OCSes `OCSLayout.planes` would take (same count, same radix), each holding fibres of
+    one plane and no more than its ports, and passes verify. Odd radixes, several ports of an accelerator on
+    one plane, and dark spare ports included."""
+    envelope, split = OCSLayout.fitted_planes(n, ports, radix, planes)
+    fixed = OCSLayout.planes(n, ports, radix, planes)
+    assert split is not None and envelope.switches == len(split.switches)
+    assert sum(split.switches) == fixed.switches and set(fixed.switch_radix) == {radix}
+    if spare:
+        envelope = envelope.with_spare(spare)
+    for seed in range(3):
+        w = expander(envelope, seed=seed)
+        f = fit(w, split)
+        assert not wiring_violations(f)
+        assert np.array_equal(f.adjacency(), w.adjacency())
+        assert sorted((c.a, c.a_port, c.b, c.b_port) for c in f.circuits) == \
+            sorted((c.a, c.a_port, c.b, c.b_port) for c in w.circuits)
+        sop = f.layout.switch_of_port
+        assert f.layout.switches == fixed.switches and set(f.layout.switch_radix) == {radix}
+        assert np.bincount(sop[sop >= 0], minlength=f.layout.switches).max() <= radix
+        assert np.array_equal(sop < 0, envelope.switch_of_port < 0)      # dark ports stay dark
+        plane_of = np.repeat(np.arange(len(split.switches)), split.switches)
+        assert np.array_equal(plane_of[sop[sop >= 0]], envelope.switch_of_port[sop >= 0])
+
+
+def test_the_envelope_holds_no_more_circuits_than_its_ocses():
+    """Nine accelerators on OCSes of 3 ports: a plane takes three OCSes, one circuit each (a matching of 3
+    ports), so the envelope's plane holds 3 circuits (radix 6), not the 4 a 9-fibre switch would; a wiring
+    with 4 on a plane has no plan and `fit` says so."""
+    envelope, split = OCSLayout.fitted_planes(9, 2, 3)
+    assert envelope.switch_radix == (6, 6) and split.switches == (3, 3)
+    four = tuple(Circuit(0, 2 * i, 0, 2 * i + 1, 0) for i in range(4))
+    with pytest.raises(InvalidInput, match="plane 0 holds 4 circuits; its 3 OCSes of 3 ports take 3"):
+        fit(Wiring(9, 2, four, OCSLayout.uniform(9, 2)), split)
+    assert OCSLayout.fitted_planes(9, 2, 9)[1] is None           # nothing split: the fixed planes themselves
+
+
+@pytest.mark.parametrize("solver,backend", [("milp", "highs"), ("milp", "cbc"), ("cpsat", "auto")])
+def test_a_ring_on_small_ocses_is_a_ring_when_the_plan_is_fitted(solver, backend):
+    """A ring demand on 8 accelerators, 2 ports, OCSes of 4 ports (each plane on two): with the plan fitted the
+    exact models prove the ring (1 GB over 100 GB/s: 10 ms) and the answer is cabled onto 4 OCSes; with the
+    fixed spread plan the best wiring is twice as slow (a ring's neighbours do not all share an OCS)."""
+    t = TrafficMatrix(ring(8))
+    envelope, split = OCSLayout.fitted_planes(8, 2, 4)
+    params = SolveParams(time_limit_s=60, backend=backend)
+    res = wire(WiringProblem(t, envelope, 800.0, fibre_fit=split), solver, params)
+    assert res.status == SolveStatus.OPTIMAL and res.objective == pytest.approx(0.01)
+    assert res.artifact.solve["fibre_plan"] == "fitted" and res.artifact.layout.switches == 4
+    assert nx.is_isomorphic(nx.Graph(res.artifact.to_networkx()), nx.cycle_graph(8))
+    assert not wiring_violations(res.artifact)
+    spread = wire(WiringProblem(t, OCSLayout.planes(8, 2, 4), 800.0), solver, params)
+    assert spread.status == SolveStatus.OPTIMAL and spread.objective == pytest.approx(0.02)
+
+
+def test_fitted_problems_refuse_fixed_circuits():
+    envelope, split = OCSLayout.fitted_planes(8, 2, 4)
+    with pytest.raises(InvalidInput, match="a fitted plan is chosen after the wiring"):
+        WiringProblem(TrafficMatrix(ring(8)), envelope, 800.0, fixed_circuits=(Circuit(0, 0, 0, 1, 0),),
+                      fibre_fit=split)
+
+
+def test_cli_fibre_plan_fit_for_a_raw_matrix(tmp_path):
+    """`wire --fibre-plan fit`: the wiring file carries the plan (an explicit layout of OCSes of the radix), its
+    cross-connect tables one per OCS, it passes verify, and the same seed writes the same file. Bad
+    combinations exit 2 with one line and leave the file as it was."""
+    m = str(tmp_path / "ring.npy")
+    np.save(m, ring(12))
+    out, xc = str(tmp_path / "w.json"), tmp_path / "xc"
+    xc.mkdir()
+    args = ("wire", m, "--ports", "2", "--port-bandwidth-gbps", "800", "--switch-radix", "4", "--fibre-plan", "fit",
+            "--solver", "search", "--max-moves", "200", "--seed", "3")
+    code, stdout, err = run(*args, "-o", out, "--json", "--xconnect", str(xc))
+    assert code == 0, err
+    block = json.loads(stdout)
+    assert block["fibre_plan"] == "fitted" and block["objective"] == pytest.approx(0.01)
+    doc = json.loads(open(out).read())
+    assert doc["layout"]["kind"] == "explicit" and doc["layout"]["switch_radix"] == [4] * 6
+    assert len(list(xc.glob("switch-*.csv"))) == 6
+    assert run("verify", out)[0] == 0
+    again = str(tmp_path / "again.json")
+    assert run(*args, "-o", again)[0] == 0
+    assert json.loads(open(again).read())["circuits"] == doc["circuits"]
+    before = open(out).read()
+    plan = write(tmp_path, "plan.csv", "0,1\n" * 12)
+    fixed = write(tmp_path, "fixed.json", before)
+    for extra, needle in [(("--switch-layout", plan), "--fibre-plan: fit chooses the fibre plan; --switch-layout"),
+                          (("--fixed", fixed), "--fixed: --fixed keeps circuits on the OCSes of a given fibre plan"),
+                          (("--fibre-plan", "tidy"), "'tidy' is not one of 'spread', 'fit'")]:
+        code, _, err = run(*args, *extra, "-o", out)
+        assert code == 2 and needle in err and err.count("\n") == 1, (extra, err)
+    code, _, err = run("wire", INSTANCE, "--fibre-plan", "fit", "-o", out)
+    assert code == 2 and "--fibre-plan describes the hardware of a raw matrix" in err
+    assert open(out).read() == before
+
+
+def test_instance_fibre_plan_fit_and_verify(tmp_path):
+    """`[fabric] fibre_plan = "fit"`: the instance's layout is the envelope, `wire` writes a plan on its OCSes,
+    and `verify --instance` accepts any plan of those OCSes (the fitted one, a spread one) but not a wiring
+    made for other OCSes, nor a plan that mixes planes on an OCS, puts a plane on more OCSes than it has, or
+    more fibres on one than its ports. `fit` with `switch_of_port` is refused."""
+    text = open(INSTANCE).read()
+    fitted = write(tmp_path, "fit.toml", text.replace("[fabric]", "[fabric]\nswitch_radix = 8\nfibre_plan = \"fit\""))
+    spread = write(tmp_path, "spread.toml", text.replace("[fabric]", "[fabric]\nswitch_radix = 8"))
+    inst = load_instance(fitted)
+    assert inst.ocs_layout().is_uniform() and inst.fibre_fit().switches == (2,) * 18
+    w_fit, w_spread = str(tmp_path / "fit.json"), str(tmp_path / "spread.json")
+    for source, out in ((fitted, w_fit), (spread, w_spread)):
+        code, _, err = run("wire", source, "-o", out, "--solver", "greedy")
+        assert code == 0, err
+    assert run("verify", w_fit, "--instance", fitted)[0] == 0
+    assert run("verify", w_spread, "--instance", fitted)[0] == 0       # a fixed plan is one of the plans
+    code, stdout, _ = run("verify", w_fit, "--instance", spread, "--json")
+    assert code == 1 and "do not fit the instance's OCS switches" in json.loads(stdout)["violations"][0]["message"]
+    doc = json.loads(open(w_fit).read())
+    sop = np.array(doc["layout"]["switch_of_port"])
+
+    def broken(name, change):
+        d = json.loads(json.dumps(doc))
+        change(d, sop.copy())
+        return write(tmp_path, name, json.dumps(d))
+
+    def moved(d, s, to):    # the first circuit of plane 1's first OCS (switch 2) and its fibres onto switch `to`
+        c = next(c for c in d["circuits"] if c["switch"] == 2)
+        c["switch"] = to
+        s[tuple(c["a"])] = s[tuple(c["b"])] = to
+        d["layout"]["switch_of_port"] = s.tolist()
+
+    def mixed(d, s):        # switch 0 (plane 0) also takes fibres of plane 1
+        moved(d, s, 0)
+
+    def many(d, s):         # plane 1 on three switches
+        d["layout"]["switch_radix"].append(8)
+        moved(d, s, len(d["layout"]["switch_radix"]) - 1)
+
+    def big(d, s):
+        d["layout"]["switch_radix"][0] = 16
+
+    for name, change, needle in [("mixed.json", mixed, "takes fibres of planes 0 and 1"),
+                                 ("many.json", many, "plane 1 is on 3 switches, the instance has 2"),
+                                 ("big.json", big, "radix 16; the OCSes have 8 ports")]:
+        path = broken(name, change)
+        code, stdout, _ = run("verify", path, "--instance", fitted, "--json")
+        message = json.loads(stdout)["violations"][0]["message"]
+        assert code == 1 and "fibre plan does not fit the instance's OCSes" in message and needle in message, message
+    code, _, err = run("evaluate", fitted, "--wiring", w_fit)
+    assert code == 0, err
+    bad = write(tmp_path, "bad.toml", text.replace(
+        "[fabric]", "[fabric]\nfibre_plan = \"fit\"\nswitch_of_port = " + json.dumps([list(range(18))] * 16)))
+    code, _, err = run("wire", bad, "-o", str(tmp_path / "x.json"))
+    assert code == 2 and "fabric.fibre_plan: fit chooses the fibre plan" in err and err.count("\n") == 1
