@@ -167,7 +167,8 @@ def suite_problem(case: dict[str, Any]):
     else:
         tm = load_traffic(source)
     n, p, r = tm.accelerators, case["ports"], case.get("switch_radix")
-    layout, split = OCSLayout.fitted_planes(n, p, r) if case.get("fibre_plan") == "fit" else (OCSLayout.planes(n, p, r), None)
+    fitted = case.get("fibre_plan") == "fit"
+    layout, split = OCSLayout.fitted_planes(n, p, r) if fitted else (OCSLayout.planes(n, p, r), None)
     return WiringProblem(tm, layout, case["port_bandwidth_gbps"], case["objective"], name=case["name"],
                          phases=phases if case["objective"] == "phases" else (), fibre_fit=split)
 

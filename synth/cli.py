@@ -593,7 +593,8 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
               help="Ports per accelerator left dark as spares (its last ones; on a one-switch-per-port layout "
                    "whole OCS planes), held for failover or another mode's circuits.")
 @click.option("--xconnect", "xconnect_dir", type=click.Path(file_okay=False, path_type=str),
-              help="Also write per-switch cross-connect CSVs into this existing folder.")
+              help="Also write per-switch cross-connect CSVs into this existing folder, and the cabling they "
+                   "assume (fibres.csv; fibre-plan.csv, as --switch-layout reads it).")
 @click.option("--proof-log", "proof_log", type=click.Path(dir_okay=False, path_type=str),
               help="Keep the verdicts of a long proof's cases (and the tables they rest on) in this file "
                    "(JSON lines, appended as each settles; created when missing) and skip those an earlier run "

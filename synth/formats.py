@@ -573,13 +573,32 @@ def xconnect_tables(w: Wiring) -> dict[int, str]:
     return {s: "\n".join([XCONNECT_HEADER] + r) + "\n" for s, r in rows.items()}
 
 
+FIBRES_HEADER = "accelerator,port,switch,switch_port"
+
+
+def cabling_tables(layout: OCSLayout) -> dict[str, str]:
+    """The fibre plan the cross-connects assume, as two CSVs: `fibres.csv`, one row per fibre (which OCS port
+    each accelerator port is plugged into: the cabling), and `fibre-plan.csv`, the switch of each
+    accelerator's port (one row per accelerator, -1 = none), as `wire --switch-layout` reads it: a wiring
+    made later on the same cabling (another deployment, a re-wire around a failure) starts from it."""
+    a, k = np.nonzero(layout.switch_of_port >= 0)
+    fibres = np.stack([a, k, layout.switch_of_port[a, k], layout.ocs_port[a, k]], axis=1)
+    out = {}
+    for name, arr, header in (("fibres.csv", fibres, FIBRES_HEADER), ("fibre-plan.csv", layout.switch_of_port, "")):
+        buf = io.StringIO()
+        np.savetxt(buf, arr, fmt="%d", delimiter=",", header=header, comments="")
+        out[name] = buf.getvalue()
+    return out
+
+
 def write_xconnect(w: Wiring, folder: str | os.PathLike) -> list[str]:
-    """Write `switch-<s>.csv` for every switch into an existing folder; returns the paths."""
+    """Write `switch-<s>.csv` for every switch into an existing folder, and the cabling they assume
+    (:func:`cabling_tables`); returns the paths."""
     folder = os.fspath(folder)
     if not os.path.isdir(folder):
         raise InvalidInput("folder does not exist", source=folder)
-    return [atomic_write(os.path.join(folder, f"switch-{s:03d}.csv"), text)
-            for s, text in xconnect_tables(w).items()]
+    tables = {f"switch-{s:03d}.csv": text for s, text in xconnect_tables(w).items()} | cabling_tables(w.layout)
+    return [atomic_write(os.path.join(folder, name), text) for name, text in tables.items()]
 
 
 def read_xconnect(texts: Mapping[int, str], layout: OCSLayout) -> list[Circuit]:

@@ -101,8 +101,9 @@ def test_fitted_problems_refuse_fixed_circuits():
 
 def test_cli_fibre_plan_fit_for_a_raw_matrix(tmp_path):
     """`wire --fibre-plan fit`: the wiring file carries the plan (an explicit layout of OCSes of the radix), its
-    cross-connect tables one per OCS, it passes verify, and the same seed writes the same file. Bad
-    combinations exit 2 with one line and leave the file as it was."""
+    cross-connect tables one per OCS beside the cabling (`fibres.csv`) and the plan as `--switch-layout` reads
+    it (`fibre-plan.csv`: a re-wire on it finds the ring again), it passes verify, and the same seed writes the
+    same file. Bad combinations exit 2 with one line and leave the file as it was."""
     m = str(tmp_path / "ring.npy")
     np.save(m, ring(12))
     out, xc = str(tmp_path / "w.json"), tmp_path / "xc"
@@ -117,6 +118,16 @@ def test_cli_fibre_plan_fit_for_a_raw_matrix(tmp_path):
     assert doc["layout"]["kind"] == "explicit" and doc["layout"]["switch_radix"] == [4] * 6
     assert len(list(xc.glob("switch-*.csv"))) == 6
     assert run("verify", out)[0] == 0
+    fibres = np.loadtxt(xc / "fibres.csv", delimiter=",", skiprows=1, dtype=np.int64)   # the cabling
+    assert (xc / "fibres.csv").read_text().startswith("accelerator,port,switch,switch_port\n")
+    assert len(fibres) == 24 and len({(s, p) for s, p in fibres[:, 2:].tolist()}) == 24
+    assert all(doc["layout"]["switch_of_port"][a][k] == s for a, k, s, _ in fibres.tolist())
+    assert (fibres[:, 3] < 4).all()
+    code, stdout, err = run("wire", m, "--switch-layout", str(xc / "fibre-plan.csv"), "--switch-radix", "4",
+                            "--port-bandwidth-gbps", "800", "--solver", "milp", "-o", str(tmp_path / "re.json"),
+                            "--json")
+    assert code == 0 and json.loads(stdout)["objective"] == pytest.approx(0.01), err   # a re-wire on that cabling
+    assert json.loads(open(tmp_path / "re.json").read())["layout"] == doc["layout"]
     again = str(tmp_path / "again.json")
     assert run(*args, "-o", again)[0] == 0
     assert json.loads(open(again).read())["circuits"] == doc["circuits"]

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from synth.errors import InvalidInput
-from synth.formats import (atomic_write, load_traffic, load_wiring, open_proof_log, read_xconnect, save_traffic,
-                           save_wiring, wiring_from_dict, wiring_to_dict, xconnect_tables, write_xconnect)
+from synth.formats import (atomic_write, load_switch_layout, load_traffic, load_wiring, open_proof_log, read_xconnect,
+                           save_traffic, save_wiring, wiring_from_dict, wiring_to_dict, xconnect_tables, write_xconnect)
 from synth.model import OCSLayout, ProofLog, TrafficMatrix, Wiring
 
 from .conftest import write
@@ -178,8 +178,11 @@ def test_output_into_missing_folder(tmp_path):
 def test_write_xconnect_files(tmp_path):
     w = Wiring.from_pairs(4, 2, [(0, 1), (2, 3), (0, 2), (1, 3)])
     paths = write_xconnect(w, str(tmp_path))
-    assert [os.path.basename(p) for p in paths] == ["switch-000.csv", "switch-001.csv"]
+    assert [os.path.basename(p) for p in paths] == ["switch-000.csv", "switch-001.csv", "fibres.csv", "fibre-plan.csv"]
     assert open(paths[0]).read().count("\n") == 3
+    assert open(paths[2]).read().splitlines() == ["accelerator,port,switch,switch_port"] + \
+        [f"{a},{k},{k},{a}" for a in range(4) for k in range(2)]
+    assert load_switch_layout(paths[3], 4, 2).switch_of_port.tolist() == [[0, 1]] * 4
 
 
 @pytest.mark.parametrize("edit, match", [
