@@ -2693,11 +2693,13 @@ def test_ctrl_c_during_load_aware_swaps_keeps_the_swaps_kept(monkeypatch):
     assert out.objective == res.objective
 
 
-def test_search_returns_a_start_that_meets_the_bound_as_built():
+@pytest.mark.parametrize("solver", ["search", "lp-round"])
+def test_search_returns_a_start_that_meets_the_bound_as_built(solver):
     """A ring demand on 8 accelerators, 2 ports, OCSes of 4 ports on the spread plan: a start already meets the
-    bound (20 ms), so the search answers OPTIMAL with it and makes no moves (it spent the clock on them before)."""
+    bound (20 ms), so the search (and lp-round) answers OPTIMAL with it and makes no moves (they spent the clock
+    on them before)."""
     p = WiringProblem(TrafficMatrix(ring_demand(8)), OCSLayout.planes(8, 2, 4), 800.0)
-    res = wire(p, "search", SolveParams(time_limit_s=30))
+    res = wire(p, solver, SolveParams(time_limit_s=30))
     assert res.status == SolveStatus.OPTIMAL and res.objective == pytest.approx(0.02)
     assert res.extra["moves_tried"] == 0 and not wiring_violations(res.artifact)
 
