@@ -195,6 +195,9 @@ def test_instance_fibre_plan_fit_and_verify(tmp_path):
         assert code == 1 and "fibre plan does not fit the instance's OCSes" in message and needle in message, message
     code, _, err = run("evaluate", fitted, "--wiring", w_fit)
     assert code == 0, err
+    from synth.cli import default_wiring           # evaluate's wiring when none is given: fitted too
+    w = default_wiring(inst)
+    assert not wiring_violations(w, inst) and w.layout.switches == 36 and set(w.layout.switch_radix) == {8}
     bad = write(tmp_path, "bad.toml", text.replace(
         "[fabric]", "[fabric]\nfibre_plan = \"fit\"\nswitch_of_port = " + json.dumps([list(range(18))] * 16)))
     code, _, err = run("wire", bad, "-o", str(tmp_path / "x.json"))
