@@ -666,6 +666,9 @@ def wire(source: str, output: str, solver: str, backend: str, objective: str, po
                f"bound {res.bound:.6g}, gap {100 * (res.gap or 0):.2f}%, {res.wall_s:.1f} s")
     click.echo(f"  {len(res.artifact.circuits)} circuits on {res.artifact.layout.switches} switches, routing "
                f"{block.get('routing')}; bounds: " + ", ".join(f"{k} {v:.6g}" for k, v in block.get("bounds", {}).items()))
+    if block.get("fibre_plan") == "fitted":
+        click.echo(f"  fibre plan fitted to the wiring: {res.artifact.layout.switches} OCSes of "
+                   f"{res.artifact.layout.switch_radix[0]} ports (in the wiring file; --xconnect writes the cabling)")
     for b, r in block.get("baselines", {}).items():
         if r["objective"] is None or not math.isfinite(r["objective"]):    # e.g. a torus on split planes
             click.echo(f"  baseline {b:<9} no wiring that serves every demand on these switches")

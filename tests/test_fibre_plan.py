@@ -129,7 +129,8 @@ def test_cli_fibre_plan_fit_for_a_raw_matrix(tmp_path):
     assert code == 0 and json.loads(stdout)["objective"] == pytest.approx(0.01), err   # a re-wire on that cabling
     assert json.loads(open(tmp_path / "re.json").read())["layout"] == doc["layout"]
     again = str(tmp_path / "again.json")
-    assert run(*args, "-o", again)[0] == 0
+    code, stdout, _ = run(*args, "-o", again)
+    assert code == 0 and "fibre plan fitted to the wiring: 6 OCSes of 4 ports" in stdout
     assert json.loads(open(again).read())["circuits"] == doc["circuits"]
     before = open(out).read()
     plan = write(tmp_path, "plan.csv", "0,1\n" * 12)
