@@ -247,16 +247,19 @@ def _moves(problem: WiringProblem, params: SolveParams, jobs: list[tuple[Wiring,
     def ended(w: Wiring, hop_bytes: float, tried: int, kept: int) -> tuple:
         return w, hop_bytes, tried, kept, Limit.ITERATIONS if each is not None and tried >= each else Limit.TIME
 
+    # the hops objective is the moves' own: they stop where they meet its bound (nothing left to gain)
+    target = final_bound(problem)[0] / (1 - params.rel_gap) if problem.objective == "hops" else None
+
     def run(job, clock: float) -> tuple:
-        return ended(*moves(job[0], t, dense, clock, job[2], each, job[1], params.progress))
+        return ended(*moves(job[0], t, dense, clock, job[2], each, job[1], params.progress, target))
 
     helper = None
     if len(jobs) > 1 and beside and params.threads >= 2:
         # on the wall clock the two share (a helper that had to start first gets less of it); with a move
         # budget, on a clock of its own, so that its moves end at the same place as they would here
         w1, pin1, seed1 = jobs[1]
-        helper = Beside.start(moves_by, time.time() + budget, w1, t, dense, seed1, each, pin1) if each is None \
-            else Beside.start(moves, w1, t, dense, budget, seed1, each, pin1)
+        helper = Beside.start(moves_by, time.time() + budget, w1, t, dense, seed1, each, pin1, target) \
+            if each is None else Beside.start(moves, w1, t, dense, budget, seed1, each, pin1, None, target)
     out: list[tuple | None] = [None] * len(jobs)
     try:
         out[0] = run(jobs[0], budget if helper is not None or len(jobs) == 1 or optional else budget / 2)

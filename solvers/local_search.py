@@ -73,9 +73,11 @@ def _movable(arr: np.ndarray, pinned: set | None) -> np.ndarray:
 
 def improve_hops(wiring: Wiring, demand: np.ndarray, time_limit_s: float = 20.0, seed: int = 0,
                  progress: Callable[[str], None] | None = None,
-                 max_moves: int | None = None, pinned: set | None = None) -> tuple[Wiring, float, int, int]:
-    """(better wiring, its hop-weighted bytes, moves tried, moves kept); stops at the time limit or after
-    `max_moves` moves tried, whichever comes first. The circuits of `pinned` pairs are never moved."""
+                 max_moves: int | None = None, pinned: set | None = None,
+                 target: float | None = None) -> tuple[Wiring, float, int, int]:
+    """(better wiring, its hop-weighted bytes, moves tried, moves kept); stops at the time limit, after
+    `max_moves` moves tried, or once the hop-weighted bytes are at most `target` (a bound met: no move can
+    gain), whichever comes first. The circuits of `pinned` pairs are never moved."""
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     n = wiring.accelerators
@@ -89,6 +91,8 @@ def improve_hops(wiring: Wiring, demand: np.ndarray, time_limit_s: float = 20.0,
     say_at = t0 + PROGRESS_S
     cum: np.ndarray | None = None
     while time.perf_counter() - t0 < time_limit_s and (max_moves is None or tried < max_moves):
+        if target is not None and best / 2 <= target:
+            break
         tried += 1
         if cum is None:        # the pair weights change only with the distances, i.e. when a move is kept
             flat = (sym * np.where(np.isfinite(dist), dist - 1, n)).ravel()
@@ -191,10 +195,12 @@ class TwoHopCoverage:
 
 def improve_two_hop(wiring: Wiring, demand: np.ndarray, time_limit_s: float = 20.0, seed: int = 0,
                     progress: Callable[[str], None] | None = None,
-                    max_moves: int | None = None, pinned: set | None = None) -> tuple[Wiring, int, int]:
+                    max_moves: int | None = None, pinned: set | None = None,
+                    until_covered: bool = False) -> tuple[Wiring, int, int]:
     """Swap local search inside switch planes maximizing demand-weighted two-hop coverage, evaluated
-    incrementally (:class:`TwoHopCoverage`), until the time limit or `max_moves` moves tried; the circuits
-    of `pinned` pairs are never moved. Returns (wiring, moves tried, moves kept)."""
+    incrementally (:class:`TwoHopCoverage`), until the time limit or `max_moves` moves tried (or, with
+    `until_covered`, every byte within two hops); the circuits of `pinned` pairs are never moved. Returns
+    (wiring, moves tried, moves kept)."""
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     arr = wiring.circuit_array.copy()
@@ -216,7 +222,7 @@ def improve_two_hop(wiring: Wiring, demand: np.ndarray, time_limit_s: float = 20
                 progress(f"two-hop search: {tried} moves, {kept} kept, {100 * cov.score / total:.3f}% of the bytes "
                          "within two hops")
                 say_at += PROGRESS_S
-        if tried == max_moves:
+        if tried == max_moves or (until_covered and cov.score >= total * (1 - 1e-12)):
             break
         tried += 1
         s = switches[int(rng.integers(len(switches)))]
@@ -247,25 +253,28 @@ def improve_two_hop(wiring: Wiring, demand: np.ndarray, time_limit_s: float = 20
 
 
 def moves(start: Wiring, demand: np.ndarray, dense: bool, budget: float, seed: int = 0, cap: int | None = None,
-          pinned: set | None = None, progress: Callable[[str], None] | None = None) -> tuple[Wiring, float, int, int]:
+          pinned: set | None = None, progress: Callable[[str], None] | None = None,
+          target: float | None = None) -> tuple[Wiring, float, int, int]:
     """The search's moves from `start` for `budget` seconds (or `cap` moves), never moving the circuits of
     `pinned` pairs: on `dense` wirings (two hops can reach most pairs) demand-weighted two-hop coverage on 4/5
     of the clock (or of the moves; then either phase may use all the clock left), then the hop count; else the
-    hop count alone. (wiring, its hop-weighted bytes, moves tried, moves kept). On arrays and a wiring alone,
-    so the helper process can run it (`synth.routing.Beside`)."""
+    hop count alone. With a `target` (a bound on the hop-weighted bytes, the hops objective's) the moves stop
+    once they meet it, and the two-hop phase once every byte is within two hops, its clock left to the hop
+    count. (wiring, its hop-weighted bytes, moves tried, moves kept). On arrays and a wiring alone, so the
+    helper process can run it (`synth.routing.Beside`)."""
     if not dense:
-        return improve_hops(start, demand, budget, seed, progress, cap, pinned)
+        return improve_hops(start, demand, budget, seed, progress, cap, pinned, target)
     t1 = time.perf_counter()
     w, tried, kept = improve_two_hop(start, demand, budget * (0.8 if cap is None else 1.0), seed, progress,
-                                     None if cap is None else max(1, cap * 4 // 5), pinned)
-    left = budget * 0.2 if cap is None else budget - (time.perf_counter() - t1)
+                                     None if cap is None else max(1, cap * 4 // 5), pinned, target is not None)
+    left = budget * 0.2 if cap is None and target is None else budget - (time.perf_counter() - t1)
     w, hop_bytes, tried2, kept2 = improve_hops(w, demand, max(left, 0.0), seed, progress,
-                                               None if cap is None else max(1, cap - tried), pinned)
+                                               None if cap is None else max(1, cap - tried), pinned, target)
     return w, hop_bytes, tried + tried2, kept + kept2
 
 
 def moves_by(deadline: float, start: Wiring, demand: np.ndarray, dense: bool, seed: int, cap: int | None,
-             pinned: set | None) -> tuple[Wiring, float, int, int]:
+             pinned: set | None, target: float | None = None) -> tuple[Wiring, float, int, int]:
     """`moves` until the wall-clock `deadline` (`time.time()`: a helper process shares the wall clock, not the
     caller's perf_counter; a helper that had to start first gets less of the clock, not more)."""
-    return moves(start, demand, dense, max(0.0, deadline - time.time()), seed, cap, pinned)
+    return moves(start, demand, dense, max(0.0, deadline - time.time()), seed, cap, pinned, None, target)

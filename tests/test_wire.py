@@ -2712,3 +2712,14 @@ def test_coupled_start_passes_over_held_ports_that_disconnect_a_group():
     p = WiringProblem(TrafficMatrix(t), OCSLayout.uniform(12, 3), 100.0)
     res = wire(p, "milp", SolveParams(time_limit_s=10))      # at 5 s the start with more held ports is not tried
     assert res.artifact is not None and np.isfinite(res.objective) and not wiring_violations(res.artifact)
+
+
+@pytest.mark.parametrize("solver", ["search", "lp-round"])
+def test_moves_stop_where_they_meet_the_hops_bound(solver):
+    """On the hops objective the moves' own measure is the objective: they stop once they meet its bound (the
+    8-way all-to-all on 3 ports: 3 peers at one hop, 4 at two), where they went on to the clock before (and the
+    two-hop phase stops once every byte is within two hops, leaving its clock to the hop count)."""
+    t = np.where(np.eye(8), 0, 1e6)
+    res = wire(problem(t, 3, "hops"), solver, SolveParams(time_limit_s=60))
+    assert res.status == SolveStatus.OPTIMAL and res.objective == pytest.approx(8.8e7)
+    assert res.extra["moves_tried"] < 100000 and not wiring_violations(res.artifact)
