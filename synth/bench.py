@@ -116,6 +116,7 @@ def load_suite(path: str) -> list[dict[str, Any]]:
     import tomllib
     from .errors import InvalidInput, unknown_key_message
     from .formats import read_text
+    from .instance import FIBRE_PLANS
     try:
         doc = tomllib.loads(read_text(path))
     except tomllib.TOMLDecodeError as exc:
@@ -128,7 +129,7 @@ def load_suite(path: str) -> list[dict[str, Any]]:
         for k in ("name", "source", "objective"):
             if k not in c:
                 raise InvalidInput("missing required key", field=f"case[{i}].{k}", source=path)
-        if c.get("fibre_plan", "spread") not in ("spread", "fit"):
+        if c.get("fibre_plan", "spread") not in FIBRE_PLANS:
             raise InvalidInput(f"must be spread or fit, got {c['fibre_plan']!r}", field=f"case[{i}].fibre_plan",
                                source=path)
         c["path"] = _resolved(c["source"], path)

@@ -15,6 +15,7 @@ import click
 
 from . import __version__
 from .errors import Infeasible, InvalidInput, SynthError
+from .instance import FIBRE_PLANS
 from .model import MAX_LATENCY_US
 
 EXIT_INVALID = 1   # verify: the artifact breaks a rule
@@ -317,9 +318,10 @@ def default_wiring(inst, ocs_ports: int | None = None):
         sop[:, ocs_ports:] = -1
         lay = OCSLayout(sop, lay.switch_radix)
     w = expander(lay, seed=inst.workload.seed)
-    if inst.fibre_fit() is not None:           # whole planes, cabled onto the OCSes as `wire` would
+    split = inst.fibre_fit()
+    if split is not None:                      # whole planes, cabled onto the OCSes as `wire` would
         from solvers.fibre_plan import fit
-        w = fit(w, inst.fibre_fit())
+        w = fit(w, split)
     return w.with_meta(
         solve={"solver": "expander (default)", "seed": inst.workload.seed}, instance=inst.summary())
 
@@ -583,7 +585,7 @@ def _wiring_problem(source: str, ports: int | None, bandwidth: float | None, rad
               help="Raw matrix or phases file: the fibre plan, the OCS of each accelerator's port (.npy or .csv: "
                    "one row per accelerator, one column per port, -1 = none); --switch-radix then gives every "
                    "switch's ports (default: the most fibres on one).")
-@click.option("--fibre-plan", "fibre_plan", type=click.Choice(["spread", "fit"]),
+@click.option("--fibre-plan", "fibre_plan", type=click.Choice(FIBRE_PLANS),
               help="Raw matrix or phases file, where --switch-radix splits the planes: spread (default) fixes the "
                    "fibre plan first, each OCS reaching many accelerators; fit wires whole planes and writes the plan "
                    "that hosts the wiring (instances: [fabric] fibre_plan).")

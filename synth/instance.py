@@ -396,14 +396,9 @@ class Instance:
 
     def ocs_layout(self) -> OCSLayout:
         """The OCS layout of this instance (ports beyond `fabric.ocs_ports` are not on an OCS)."""
-        n, p, fab = self.accelerators, self.hardware.ports, self.fabric
+        fab = self.fabric
         if fab.switch_of_port is None:     # planes by port, each split over switches where it outgrows the radix
-            on = p if fab.ocs_ports is None else min(fab.ocs_ports, p)
-            if on == 0:
-                return OCSLayout(np.full((n, p), -1, dtype=np.int64), (fab.switch_radix or 1,) * (fab.switches or p))
-            lay = OCSLayout.fitted_planes(n, on, fab.switch_radix, fab.switches)[0] if fab.fibre_plan == "fit" \
-                else OCSLayout.planes(n, on, fab.switch_radix, fab.switches)
-            return OCSLayout(np.pad(lay.switch_of_port, ((0, 0), (0, p - on)), constant_values=-1), lay.switch_radix)
+            return self._planes()[0]
         sop = np.array(fab.switch_of_port, dtype=np.int64)
         switches = fab.switches or int(sop.max()) + 1
         if fab.ocs_ports is not None:
@@ -415,11 +410,18 @@ class Instance:
     def fibre_fit(self) -> FibreFit | None:
         """The OCSes the planes of `ocs_layout()` are cabled onto after the wiring (`fibre_plan = "fit"` where a
         plane outgrows the radix), or None: the layout is the OCSes themselves."""
+        return None if self.fabric.switch_of_port is not None else self._planes()[1]
+
+    def _planes(self) -> tuple[OCSLayout, FibreFit | None]:
+        """Without `switch_of_port`: the layout of the OCS planes (the envelope with `fibre_plan = "fit"`), ports
+        beyond `ocs_ports` on none, and the OCSes a fitted plan cables it onto (None: the layout is the OCSes)."""
         n, p, fab = self.accelerators, self.hardware.ports, self.fabric
         on = p if fab.ocs_ports is None else min(fab.ocs_ports, p)
-        if fab.fibre_plan != "fit" or fab.switch_of_port is not None or on == 0:
-            return None
-        return OCSLayout.fitted_planes(n, on, fab.switch_radix, fab.switches)[1]
+        if on == 0:
+            return OCSLayout(np.full((n, p), -1, dtype=np.int64), (fab.switch_radix or 1,) * (fab.switches or p)), None
+        lay, split = OCSLayout.fitted_planes(n, on, fab.switch_radix, fab.switches) if fab.fibre_plan == "fit" \
+            else (OCSLayout.planes(n, on, fab.switch_radix, fab.switches), None)
+        return OCSLayout(np.pad(lay.switch_of_port, ((0, 0), (0, p - on)), constant_values=-1), lay.switch_radix), split
 
     def with_context(self, context_tokens: int) -> "Instance":
         return replace(self, workload=replace(self.workload, context_tokens=int(context_tokens)))
