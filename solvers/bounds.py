@@ -24,12 +24,16 @@
   A's accelerators too, their circuits out (and in) carry all of that within P_A B T less A's node excess.
 - LP relaxation (time, small instances): fractional circuits (the degree budget kept, and where the switches
   bind each accelerator's ports per switch and each switch's radix) and fractional multi-commodity routing;
-  max concurrent throughput by HiGHS. Relaxes the MILP, so bounds it.
+  max concurrent throughput by HiGHS. Relaxes the MILP, so bounds it. Each switch is a matching, which the
+  degrees alone do not say of fractional circuits (three half circuits make a triangle of 1.5 on one
+  switch): where the switches bind, the odd-set rows on triples of each switch (`switch_triples`) add part
+  of Edmonds' description (llama405b-tp8pp4-32 on spread 8-port OCSes: 0.0127358 -> 0.0128961 s).
 - relay count (time): circuits are whole. In a step of T seconds a pair with x circuits sends at most x B T
   of its bytes straight; the rest crosses at least two circuits. So every wiring that finishes in T needs
   sum of bytes + sum over directed pairs of max(0, bytes - x B T) <= 2 B T x (circuits), with x integer,
   at most the budget's circuits in all, and inside each demand cluster (`demand_clusters`) at most
-  floor((its ports - circuits its crossing bytes need) / 2); the relays need node_excess as well (above). The fewest relayed bytes for a given T is a
+  floor((its ports - circuits its crossing bytes need) / 2) and what the switches' matchings hold inside it
+  (`matching_cap`); the relays need node_excess as well (above). The fewest relayed bytes for a given T is a
   greedy over the circuits' marginal savings (concave per pair; the cluster caps are laminar, so the greedy
   is exact); the bound is the largest T that fails, by bisection. The LP relaxation misses it because a
   fractional 2.57 circuits carries 2.57 circuits' worth straight (llama405b-tp8pp2-16: LP 2.57 ms, this
@@ -415,6 +419,33 @@ def max_circuits(problem: WiringProblem) -> int:
     return int(min(cap.sum() // 2, (np.minimum(radix, cap.sum(axis=0)) // 2).sum()))
 
 
+SWITCH_TRIPLES_MAX = 10000  # the LP relaxation's odd-set rows on triples of each switch's accelerators, when
+                            # they come to at most this many (20,160 on 32 accelerators' 16-port OCSes: 1.2 -> 5 s)
+
+
+def matching_cap(b: np.ndarray, radix) -> np.ndarray:
+    """Most circuits the switches hold inside a set of accelerators with b[..., s] ports on switch s: each
+    switch is a matching, so at most floor(b_s / 2) of them on s, and radix_s / 2 (Edmonds' odd-set rows,
+    summed over the switches). The degree budget allows sum b_s / 2: half a circuit more per switch where b_s
+    is odd, which a fractional wiring (or the MILP's degree relaxation, before its colouring) takes."""
+    radix = np.asarray(radix, dtype=np.int64)
+    return (np.minimum(b // 2, radix // 2) * (radix >= 2)).sum(axis=-1)
+
+
+def switch_triples(layout: OCSLayout, s: int) -> tuple[np.ndarray, np.ndarray]:
+    """(triples, caps) of the accelerators on switch s whose ports there are odd in sum (each cap
+    floor(that / 2), within radix / 2): the odd-set rows of one switch's matching, in its circuits."""
+    cap, radix = layout.capacity[:, s], int(layout.switch_radix[s])
+    on = np.flatnonzero(cap > 0)
+    if on.size < 3 or radix < 2:
+        return np.zeros((0, 3), dtype=np.int64), np.zeros(0, dtype=np.int64)
+    from itertools import combinations
+    U = on[np.array(list(combinations(range(on.size), 3)), dtype=np.int64)]
+    b = cap[U].sum(axis=1)
+    keep = b % 2 == 1
+    return U[keep], np.minimum(b[keep] // 2, radix // 2)
+
+
 _RELAY_CACHE = ProblemCache()
 _LEVELS_CACHE = ProblemCache()
 
@@ -487,13 +518,15 @@ def _relay_count_test(problem: WiringProblem):
         parent[c2] = next((c for c in range(c2 + 1, len(clusters)) if clusters[c][0][clusters[c2][0]].all()),
                           len(clusters))
     cl_ports = np.array([int(ports[m].sum()) for m, _ in clusters], dtype=np.int64)
+    radix = np.asarray(problem.layout.switch_radix, dtype=np.int64)
+    cl_match = np.array([int(matching_cap(cap[m].sum(axis=0), radix)) for m, _ in clusters], dtype=np.int64)
     cl_cross = np.array([x for _, x in clusters])
     direct = problem.policy == "direct"
 
     def feasible(T: float, counts: bool = False, surplus: int | None = None, circuits: int | None = None):
         bt = B * T
         need = np.maximum(1, np.ceil(cl_cross / bt - 1e-9)).astype(np.int64)
-        caps = np.append((cl_ports - need) // 2, X)
+        caps = np.append(np.minimum((cl_ports - need) // 2, cl_match), X)
         if direct:                               # every pair needs its bytes' worth of circuits
             req = np.ceil(np.maximum(d1, d2) / bt - 1e-9).astype(np.int64)
             if (req > m_p).any() or surplus is not None and int(np.maximum(req - 1, 0).sum()) > surplus:
@@ -698,7 +731,19 @@ def _switch_rows(layout: OCSLayout, f: ConcurrentFlow):
                          shape=(n * S, nv))
     switch = sp.csr_matrix((np.ones(Y), (ys, yc)), shape=(S, nv))
     rhs = np.concatenate([np.zeros(P), cap.ravel().astype(np.float64), (radix // 2).astype(np.float64)])
-    return (sp.vstack([link, port, switch]).tocsr(), rhs), Y
+    blocks = [link, port, switch]
+    live = np.flatnonzero(radix >= 2)
+    m = (cap[:, live] > 0).sum(axis=0)
+    if 0 < (m * (m - 1) * (m - 2) // 6).sum() <= SWITCH_TRIPLES_MAX:    # each switch's odd-set rows on triples
+        odd = [switch_triples(layout, s) for s in live]
+        key = (ys * n + ya) * n + yb                              # ascending: switch, then triu order
+        U = np.concatenate([u for u, _ in odd])
+        su = np.repeat(live, [c.size for _, c in odd])
+        cols = yc[np.searchsorted(key, (su[:, None] * n + U[:, [0, 0, 1]]) * n + U[:, [1, 2, 2]])].ravel()
+        k = U.shape[0]
+        blocks.append(sp.csr_matrix((np.ones(3 * k), (np.repeat(np.arange(k), 3), cols)), shape=(k, nv)))
+        rhs = np.concatenate([rhs] + [c.astype(np.float64) for _, c in odd])
+    return (sp.vstack(blocks).tocsr(), rhs), Y
 
 
 def _moore_at_surplus(sub: WiringProblem, X: int, M: np.ndarray, cap: float) -> np.ndarray:

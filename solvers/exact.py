@@ -228,14 +228,17 @@ def _cluster_rows(problem: WiringProblem, ix: _Index, need_of=None):
     above each of its distinct values; e.g. the tensor-parallel groups): demand leaving or entering S needs
     circuits across the cut, `need_of(bytes)` of them (at least one), and the ports S keeps for itself then
     hold at most floor((ports of S - need) / 2) circuits inside S (a Chvatal-Gomory rounding the LP
-    relaxation does not see). Rows as in `_topology_rows`, over the pair keys."""
-    from .bounds import demand_clusters
+    relaxation does not see), and at most what the switches' matchings hold inside S (`matching_cap`: less
+    where S has an odd number of ports on a switch). Rows as in `_topology_rows`, over the pair keys."""
+    from .bounds import demand_clusters, matching_cap
     ports = ix.cap.sum(axis=1)
     for inside, crossing in demand_clusters(problem.traffic.bytes_):
         S = set(np.flatnonzero(inside).tolist())
         need = max(1, need_of(crossing) if need_of else 1)
         yield [(p, 1) for p in ix.pairs if (p[0] in S) != (p[1] in S)], ">=", need
-        yield [(p, 1) for p in ix.pairs if p[0] in S and p[1] in S], "<=", (int(ports[inside].sum()) - need) // 2
+        yield [(p, 1) for p in ix.pairs if p[0] in S and p[1] in S], "<=", \
+            min((int(ports[inside].sum()) - need) // 2, int(matching_cap(ix.cap[inside].sum(axis=0),
+                                                                         problem.layout.switch_radix)))
 
 
 def _flow_keys(problem: WiringProblem, ix: _Index):

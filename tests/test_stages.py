@@ -137,8 +137,10 @@ def test_symmetry_rows_keep_every_minimum_of_the_group_model(monkeypatch):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_net_test_never_closes_a_time_a_wiring_reaches(seed):
-    # the test can fail: a model that claimed too much would close the time of a wiring in hand
-    p = stages(3 + seed % 2, 3, 5, 5e7 * (1 + seed), seed=seed)
+    # the test can fail: a model that claimed too much would close the time of a wiring in hand. Groups of 4 at
+    # seed 0: in groups of 3 on 5 planes the relay count (each plane holds one circuit inside a group: 5, where
+    # the degrees allow 7) already reaches what the net test proves
+    p = stages(3 + seed % 2, 4 if seed == 0 else 3, 5, 5e7 * (1 + seed), seed=seed)
     ug = uniform_groups(p)
     found = wire(p, "search", SolveParams(time_limit_s=3, seed=seed))
     assert not wiring_violations(found.artifact)
@@ -184,7 +186,9 @@ def test_case_split_proves_the_optimum_the_relay_count_cannot(k, ports, pp):
     res = wire(p, "milp", SolveParams(time_limit_s=60, backend="highs"))
     assert res.status == SolveStatus.OPTIMAL
     opt = res.objective
-    assert best_bound(p, lp=False)[0] < 0.9 * opt              # the instance bounds are far below
+    # the instance bounds stay below: 0.936 and 0.960 of the optimum (0.862 and 0.882 before the relay count
+    # held each plane's matching inside a group of 3: one circuit a plane, 4 or 5 where the degrees allow 5 or 7)
+    assert best_bound(p, lp=False)[0] < 0.97 * opt
     tg = two_groups(p)
     closed: dict = {}
     b, found, first = case_bound(p, tg, opt * (1 + 1e-3), SolveParams(backend="highs"), time.perf_counter() + 120,
