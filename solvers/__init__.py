@@ -56,6 +56,7 @@ from .vees import relay_vees
 from .bounds import LP_BOUND_MAX, ProblemCache, best_bound, final_bound, instant_bound
 
 COUPLED_SHARE = 0.25   # of the time limit, for wiring one of the coupled groups (solvers/coupled.py)
+SWITCHES_SHARE = 0.1  # of the clock for placing the heavy pairs by a model where the switches bind (at most 10 s)
 HUB_TRIES = 32        # relay-hubs and heavy-pairs draws, the one with the fewest byte-hops is the candidate
 ASIDE_SHARE = 0.25    # of the time limit, for scoring exactly the wirings offered beside the search
 START_SHARE = 0.3     # of the time limit at most, for scoring the search's starts (a tenth each)
@@ -788,6 +789,15 @@ def _search_from(problem: WiringProblem, params: SolveParams, t0: float, shape: 
     return res if net is None else net.bounded(res, params)
 
 
+def _placed_heavy(problem: WiringProblem, name: str) -> bool:
+    """Whether start `name` is the heavy pairs placed by a model on switches that bind
+    (`structured.on_switches`): searched with the best other start beside it, since its pinned pairs hold the
+    moves back (45 accelerators of a scattered layout, two phases, 10 s: 0.00208 s from it, 0.00166 s from
+    TopoOpt-style)."""
+    from .bounds import switches_bind
+    return name == "heavy pairs" and switches_bind(problem.layout)
+
+
 def _proven_start(problem: WiringProblem, params: SolveParams, t0: float, solver: str, name: str, start: Wiring,
                   score: tuple[float, str] | None) -> SolveResult | None:
     """The answer `start` as built when its score meets the bound (proven: nothing for the moves to win), else
@@ -821,10 +831,11 @@ def _searched(problem: WiringProblem, params: SolveParams, t0: float, name: str,
     rest = {k: v for k, v in aside_scores.items() if other is None or k != "relay hubs"}
     if rest:
         rival = _rival(problem, aside, rest, states)
-    if other is None and name == start_name == "coupled groups" and len(scored) > 1:
+    if other is None and (name == start_name == "coupled groups" or _placed_heavy(problem, name)) and len(scored) > 1:
         # its groups are each wired whole, which the moves rarely improve: the best other start is searched
         # beside it. TP groups of 4 beside an all-to-all on 20 accelerators (phases, 8 s, 60 moves): the coupled
-        # groups' wiring starts at 0.000325 s and stays there, TopoOpt-style's searched reaches 0.000304 s
+        # groups' wiring starts at 0.000325 s and stays there, TopoOpt-style's searched reaches 0.000304 s.
+        # So the heavy pairs placed on split planes, whose pinned circuits the moves cannot touch
         k = min((a for a in scored if a != name), key=lambda a: scored[a][0])
         other = (k, cands[k], scored[k], None)
         _say(params, f"the coupled groups' wiring is the best start: searching from it and from {k}")
@@ -892,7 +903,7 @@ def _prepare(problem: WiringProblem, params: SolveParams, shape: WiringProblem, 
     job = Beside.start(score_aside, problem, aside, clock) \
         if aside and params.threads >= 2 and problem.accelerators <= SCORED_STARTS_MAX else None
     try:
-        heavy = heavy_pairs(shape, params.seed, HUB_TRIES)       # None with fixed circuits
+        heavy = heavy_pairs(shape, params.seed, HUB_TRIES, SWITCHES_SHARE * params.time_limit_s)   # None if fixed
         if heavy is not None:
             cands["heavy pairs"] = heavy[0]
         if start is not None:
@@ -1059,10 +1070,12 @@ def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResu
             res = _expander_instead(problem, params, t0, solver, "", Limit.INTERRUPT,
                                     "interrupted; returning the expander baseline")
     elif solver == "lp-round":
+        other = None
         # the LP relaxation's rounding up to LP_BOUND_MAX accelerators, beyond it the relay count's integer
         # allocation where it gives pairs several circuits (heavy pairs), else the expander; circuits that a
         # pair has several of are pinned, as the hop proxy would move them away
-        heavy = heavy_pairs(shape, params.seed, HUB_TRIES) if problem.accelerators > LP_BOUND_MAX else None
+        heavy = heavy_pairs(shape, params.seed, HUB_TRIES, SWITCHES_SHARE * params.time_limit_s) \
+            if problem.accelerators > LP_BOUND_MAX else None
         if heavy is not None and problem.accelerators > SCORED_STARTS_MAX:
             start, pinned, how, score = heavy[0], heavy[1], "heavy pairs", None
         else:
@@ -1081,16 +1094,19 @@ def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResu
             if cover is not None:
                 tries["direct cover"] = cover
             served = {k: w for k, w in tries.items() if _serves(problem, w)} or {"expander": tries["expander"]}
-            how, start, score, _ = _scored_start(problem, params, served)
+            how, start, score, scored = _scored_start(problem, params, served)
             if how == "heavy pairs":
                 pinned = heavy[1]
+                if _placed_heavy(problem, how) and score is not None and len(scored) > 1:
+                    k = min((a for a in scored if a != how), key=lambda a: scored[a][0])
+                    other = (k, served[k], scored[k], None)      # as in `_searched`
             elif how == "lp-relaxation":
                 iu, ju = np.nonzero(np.triu(start.adjacency() >= 2, 1))
                 pinned = set(zip(iu.tolist(), ju.tolist()))
             else:
                 pinned = None
         res = _proven_start(problem, params, t0, "lp-round", how, start, score) or \
-            _search(problem, params, start, "lp-round", t0, {"start": how}, score, pinned)
+            _search(problem, params, start, "lp-round", t0, {"start": how}, score, pinned, other=other)
     else:  # search: start from the best quick baseline (or the coupled groups, or the direct cover)
         res = _search_from(problem, params, t0, shape, start, start_name)
     if first is not None and res.objective is not None and first.objective < res.objective:

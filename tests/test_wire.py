@@ -1738,6 +1738,31 @@ def test_lp_relaxation_holds_the_switches_where_they_bind(monkeypatch):
     assert with_rows == pytest.approx(alone.objective, rel=1e-6) and with_rows <= alone.objective
 
 
+def test_heavy_pairs_on_split_planes_are_placed_by_a_model_that_sees_the_switches():
+    """On planes split over OCSes smaller than a plane (the spread plan) a TP pair holds circuits only on the
+    OCSes both reach, and one OCS's matching serves several pairs: `on_switches` places the relay count's
+    allocation with an exact model. Its wiring fits the switches, gives every pinned pair two or more circuits,
+    repeats with the seed, and beats greedy's pair-by-pair placement; the exact back-ends start from it too."""
+    from solvers import baseline_wiring
+    from solvers.bounds import switches_bind
+    from solvers.structured import heavy_pairs
+    n = 16
+    g = np.arange(n) // 8
+    t = np.where(g[:, None] == g[None, :], 2e8, 0.0)    # two TP groups of 8 (llama405b-tp8pp2-16's shape) ...
+    t[np.arange(8), np.arange(8) + 8] = 2e7             # ... and the pipeline's hand-off
+    np.fill_diagonal(t, 0)
+    p = WiringProblem(TrafficMatrix(t), OCSLayout.planes(n, 18, 8), 800.0)
+    assert switches_bind(p.layout)
+    w, pinned = heavy_pairs(p, seed=1)
+    assert not wiring_violations(w) and pinned and heavy_pairs(p, seed=1)[0] == w
+    adj = w.adjacency()
+    assert all(adj[a, b] >= 2 for a, b in pinned)
+    placed, greedy = p.score(w, "best", 20)[0], p.score(baseline_wiring(p, "greedy"), "best", 20)[0]
+    assert placed < greedy                              # 0.000933 s against 0.000981 s
+    res = wire(p, "milp", SolveParams(time_limit_s=10))
+    assert not wiring_violations(res.artifact) and res.objective <= placed * (1 + 1e-9)
+
+
 def test_odd_set_rows_hold_on_every_wiring_and_cut_what_no_colouring_realizes():
     """Each switch is a matching, so a set of accelerators holds at most sum over switches of floor(its ports
     there / 2) circuits inside (Edmonds' odd-set rows, `matching_cap`): 3 for a triple on three whole planes,
