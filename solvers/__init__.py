@@ -838,7 +838,7 @@ def _searched(problem: WiringProblem, params: SolveParams, t0: float, name: str,
         # So the heavy pairs placed on split planes, whose pinned circuits the moves cannot touch
         k = min((a for a in scored if a != name), key=lambda a: scored[a][0])
         other = (k, cands[k], scored[k], None)
-        _say(params, f"the coupled groups' wiring is the best start: searching from it and from {k}")
+        _say(params, f"{name} is the best start: searching from it and from {k}")
     proven = _proven_start(problem, params, t0, "search", name, begin, score)
     if proven is not None:
         return proven

@@ -902,9 +902,9 @@ def solve_cpsat(problem: WiringProblem, params: SolveParams = SolveParams(), sta
 
 
 def _baseline_cands(problem: WiringProblem, params: SolveParams, start: Wiring | None) -> list[tuple[str, Wiring]]:
-    """(name, wiring) of every baseline and `start`, the starts :func:`_baseline_start` scores."""
+    """(name, wiring) of every baseline, the heavy pairs where the switches bind (`structured.on_switches`) and
+    `start`: the starts :func:`_baseline_start` scores."""
     from . import BASELINES, SWITCHES_SHARE, baseline_wiring
-    from .bounds import switches_bind
     from .structured import heavy_pairs
     cands = [(f"{k} baseline", baseline_wiring(problem, k, params.seed)) for k in BASELINES]
     if switches_bind(problem.layout):          # split planes: the relay count's allocation placed by a model
