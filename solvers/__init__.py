@@ -798,6 +798,12 @@ def _placed_heavy(problem: WiringProblem, name: str) -> bool:
     return name == "heavy pairs" and switches_bind(problem.layout)
 
 
+def _best_other(name: str, cands: dict[str, Wiring], scored: dict) -> tuple:
+    """The best scored start but `name`, as `_search`'s `other`: (name, wiring, score, no pinned pairs)."""
+    k = min((a for a in scored if a != name), key=lambda a: scored[a][0])
+    return k, cands[k], scored[k], None
+
+
 def _proven_start(problem: WiringProblem, params: SolveParams, t0: float, solver: str, name: str, start: Wiring,
                   score: tuple[float, str] | None) -> SolveResult | None:
     """The answer `start` as built when its score meets the bound (proven: nothing for the moves to win), else
@@ -836,9 +842,8 @@ def _searched(problem: WiringProblem, params: SolveParams, t0: float, name: str,
         # beside it. TP groups of 4 beside an all-to-all on 20 accelerators (phases, 8 s, 60 moves): the coupled
         # groups' wiring starts at 0.000325 s and stays there, TopoOpt-style's searched reaches 0.000304 s.
         # So the heavy pairs placed on split planes, whose pinned circuits the moves cannot touch
-        k = min((a for a in scored if a != name), key=lambda a: scored[a][0])
-        other = (k, cands[k], scored[k], None)
-        _say(params, f"{name} is the best start: searching from it and from {k}")
+        other = _best_other(name, cands, scored)
+        _say(params, f"{name} is the best start: searching from it and from {other[0]}")
     proven = _proven_start(problem, params, t0, "search", name, begin, score)
     if proven is not None:
         return proven
@@ -1098,8 +1103,7 @@ def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResu
             if how == "heavy pairs":
                 pinned = heavy[1]
                 if _placed_heavy(problem, how) and score is not None and len(scored) > 1:
-                    k = min((a for a in scored if a != how), key=lambda a: scored[a][0])
-                    other = (k, served[k], scored[k], None)      # as in `_searched`
+                    other = _best_other(how, served, scored)      # as in `_searched`
             elif how == "lp-relaxation":
                 iu, ju = np.nonzero(np.triu(start.adjacency() >= 2, 1))
                 pinned = set(zip(iu.tolist(), ju.tolist()))

@@ -396,19 +396,28 @@ def greedy(traffic: np.ndarray, layout: OCSLayout, seed: int = 0, direct: bool =
         pairs.append((a, b))
         switch_of.append(s)
         heapq.heappush(heap, (direct, -t[a, b] / (k + 2), a, b, k + 1))
-    rng = np.random.default_rng(seed)
-    for s in range(layout.switches):      # leftover ports: pair them within their switch
-        stack = [int(a) for a in rng.permutation(np.repeat(np.arange(n), free[:, s]))]
-        while len(stack) >= 2 and on_switch[s] < radix[s]:
+    for s, a, b in pair_leftovers(free, on_switch, radix, np.random.default_rng(seed)):
+        pairs.append((a, b))
+        switch_of.append(s)
+    w = _from_switch_pairs(layout, pairs, switch_of)
+    return w if direct else connect(w)
+
+
+def pair_leftovers(free: np.ndarray, made: np.ndarray, most: np.ndarray, rng) -> list[tuple[int, int, int]]:
+    """The ports left (`free`: accelerators x switches) paired at random within their switch, never an
+    accelerator with itself, while switch s holds fewer than most[s] circuits (`made`, updated): the
+    (switch, a, b) of each new circuit."""
+    out = []
+    for s in range(free.shape[1]):
+        stack = [int(a) for a in rng.permutation(np.repeat(np.arange(free.shape[0]), free[:, s]))]
+        while len(stack) >= 2 and made[s] < most[s]:
             a = stack.pop()
             k = next((q for q in range(len(stack) - 1, -1, -1) if stack[q] != a), None)
             if k is None:
                 break
-            pairs.append((a, stack.pop(k)))
-            switch_of.append(s)
-            on_switch[s] += 1
-    w = _from_switch_pairs(layout, pairs, switch_of)
-    return w if direct else connect(w)
+            out.append((s, a, stack.pop(k)))
+            made[s] += 1
+    return out
 
 
 def greedy_matching(i: np.ndarray, j: np.ndarray, weight: np.ndarray, n: int) -> list[int]:

@@ -550,7 +550,7 @@ def on_switches(problem, T: float, seed: int = 0, time_limit_s: float = ON_SWITC
     circuits) or None when the model is too large or finds nothing."""
     import highspy
 
-    from .baselines import connect
+    from .baselines import connect, pair_leftovers
     from .exact import _index, _wiring_from
     ix = _index(problem)
     if not 0 < sum(len(ix.on[p]) for p in ix.pairs) <= ON_SWITCHES_MAX_VARS:
@@ -584,23 +584,15 @@ def on_switches(problem, T: float, seed: int = 0, time_limit_s: float = ON_SWITC
     if H.getInfo().primal_solution_status != 2:            # no feasible point
         return None
     counts = {k: int(round(H.variableValue(v))) for k, v in y.items() if H.variableValue(v) > 0.5}
-    rng = np.random.default_rng(seed)
     free, made = ix.cap.copy(), np.zeros(problem.layout.switches, dtype=np.int64)
     for (s, a, b), c in counts.items():
         free[a, s] -= c
         free[b, s] -= c
         made[s] += c
-    for s in range(problem.layout.switches):           # the ports left, paired at random within their switch
-        stack = [int(a) for a in rng.permutation(np.repeat(np.arange(ix.n), free[:, s]))]
-        while len(stack) >= 2 and made[s] < problem.layout.switch_radix[s] // 2:
-            a = stack.pop()
-            q = next((q for q in range(len(stack) - 1, -1, -1) if stack[q] != a), None)
-            if q is None:
-                break
-            b = stack.pop(q)
-            key = (s, min(a, b), max(a, b))
-            counts[key] = counts.get(key, 0) + 1
-            made[s] += 1
+    for s, a, b in pair_leftovers(free, made, np.asarray(problem.layout.switch_radix) // 2,
+                                  np.random.default_rng(seed)):
+        key = (s, min(a, b), max(a, b))
+        counts[key] = counts.get(key, 0) + 1
     w = connect(_wiring_from(problem, counts, {}))
     x = w.adjacency()
     return w, {p for p in ix.pairs if x[p] >= 2}
