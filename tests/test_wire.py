@@ -2778,6 +2778,30 @@ def test_coupled_start_passes_over_held_ports_that_disconnect_a_group():
     assert res.artifact is not None and np.isfinite(res.objective) and not wiring_violations(res.artifact)
 
 
+def test_coupled_groups_of_odd_size_hold_their_ports_on_different_planes():
+    """A plane is a matching: a group of 3 keeps one circuit inside on a plane where all three of its fibres
+    are free and one where it holds a port back, so the held ports go on different planes (groups12 on three
+    whole planes: a triangle per group, the groups joined as K4, the suite's optimum 0.00036 s; the same port
+    held at every position left a path per group, 0.00064 s inside). Groups of even size keep holding the
+    same port everywhere (a plane of 8 fibres less 2 still holds 3 circuits)."""
+    import solvers.coupled as coupled
+    from solvers import wire as wire_
+    t = np.load("instances/wiring/groups12.npy")
+    p = WiringProblem(TrafficMatrix(t), OCSLayout.planes(12, 3), 100.0)
+    groups = coupled.coupled_groups(p)
+    held, _ = coupled._held_ports(p, groups, coupled._crossing(t, groups), 100e9 / 8 * 3.2e-4)
+    assert sorted(q for _, q in held) == [0, 1, 2] and sorted(pos for pos, _ in held) == [0, 1, 2]
+    res = coupled.coupled_start(p, "milp", SolveParams(time_limit_s=10), groups, wire_)
+    assert res.objective == pytest.approx(3.6e-4) and not wiring_violations(res.artifact)
+    adj = res.artifact.adjacency()
+    for g in groups:                               # a triangle inside, one circuit to each other group
+        assert adj[np.ix_(g, g)].sum() == 6 and (adj[np.ix_(g, g)] + np.eye(3) > 0).all()
+    even = problem(_pipeline(2, 4, handoff=1e5), 4)
+    eg = coupled.coupled_groups(even)
+    held, _ = coupled._held_ports(even, eg, coupled._crossing(even.traffic.bytes_, eg), 1e6, more=1)
+    assert len(held) == 2 and len({q for _, q in held}) == 1
+
+
 @pytest.mark.parametrize("solver", ["search", "lp-round"])
 def test_moves_stop_where_they_meet_the_hops_bound(solver):
     """On the hops objective the moves' own measure is the objective: they stop once they meet its bound (the
