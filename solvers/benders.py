@@ -231,13 +231,14 @@ def exclude(m, xs: list, vals: np.ndarray) -> None:
 
 def probe(problem: WiringProblem, ix, cuts: MetricCuts, T: float, deadline: float, params: SolveParams,
           sym, per_switch: bool, hint: np.ndarray | None = None, case=None, labelled: bool = False,
-          flows: bool = False):
+          flows: bool = False, rows=None):
     """Is there a wiring with time <= T? Returns ("infeasible", None, stats), ("found", (counts, time),
     stats) or ("unknown", None, stats) when the deadline came first. `hint` (circuits per pair, e.g. the
     best wiring's) steers CP-SAT's proposals towards its neighbourhood; `case` = (groups, case) restricts
     it to one case of the two-group split (`solvers.stages.add_case_rows_cpsat`), `labelled` to its labelled
     form (only on `solvers.stages.symmetric_relaxation`, with `sym` from the case's labels). `flows` adds
-    the integer-flow relaxation (`flow_rows`): stronger proofs, slower proposals."""
+    the integer-flow relaxation (`flow_rows`): stronger proofs, slower proposals. `rows(model, x)` adds
+    rows of the caller's (a case of `solvers.patterns`)."""
     from ortools.sat.python import cp_model
 
     from .ctrl_c import CpsatCtrlC
@@ -253,6 +254,8 @@ def probe(problem: WiringProblem, ix, cuts: MetricCuts, T: float, deadline: floa
     if case is not None:
         from .stages import add_case_rows_cpsat
         add_case_rows_cpsat(m, ix.pairs, x, case[0], case[1], labelled)
+    if rows is not None:
+        rows(m, x)
     xs = [x[p] for p in ix.pairs]
 
     def add_row(w: np.ndarray, W: float) -> None:

@@ -202,12 +202,15 @@ def _symmetry_rows(problem: WiringProblem, ix: _Index, labels: list | None = Non
 
 
 def _symmetry_rows_of(problem: WiringProblem, ix: _Index, labels: list | None,
-                      seconds: float | None = None) -> list[tuple[int, int, int]]:
+                      seconds: float | None = None, pinned: dict | None = None) -> list[tuple[int, int, int]]:
+    """`_symmetry_rows` uncached; `pinned` (circuits per pair a case fixes) joins each pair's kind, so the
+    rows hold for the relabellings that keep the case (solvers/patterns.py)."""
     from .symmetry import row_orderings
     fixed_on: dict[tuple[int, int], list] = {}
     for (s, i, j), cnt in sorted(ix.fixed.items()):
         fixed_on.setdefault((i, j), []).append((s, cnt))
-    pair_kind = {p: (tuple(ix.on[p]), tuple(fixed_on.get(p, ()))) for p in ix.pairs}
+    pinned = pinned or {}
+    pair_kind = {p: (tuple(ix.on[p]), tuple(fixed_on.get(p, ())), pinned.get(p)) for p in ix.pairs}
     rows = row_orderings(problem.demand_colours(), pair_kind,
                          [(tuple(ix.cap[a]), None if labels is None else labels[a]) for a in range(ix.n)],
                          seconds=seconds)
@@ -445,6 +448,7 @@ FLOW_SHARE = 0.5       # of a CP-SAT case probe's seconds, for its integer flows
 CPSAT_FIRST_SHARE = 0.1   # CP-SAT's integer-routing round only supplies a first wiring; its probes do the rest
 CPSAT_FIRST_MAX_FLOWS = 100_000   # flow variables above which that round is skipped when a start is given
                                   # (qwen3-235b-64: 258,000; building them took 9 s of its 1.5 s at 20 s)
+PATTERN_SHARE = 0.9  # of the time left, for the pattern split of small groups (solvers/patterns.py)
 TIGHT_GAP = 0.02     # below this gap a CP-SAT probe first tries to beat the best wiring at all
 
 
@@ -1007,7 +1011,9 @@ def _metric_probes(problem: WiringProblem, params: SolveParams, t0: float, best:
         if relaxed is not None:
             prober = relaxed_first(partial(flows_first, on=relaxed, cuts=_injection_cuts(MetricCuts(relaxed, ix)),
                                            labelled=True), case_probe)
-    best, bound, interrupted = _coupled_proofs(problem, params, t0, tg, best, bound, rounds, "cpsat", prober)
+    best, bound, interrupted = _pattern_proofs(problem, params, t0, ix, cuts, per_switch, best, bound, rounds)
+    if not interrupted and best.objective - bound > params.rel_gap * best.objective:
+        best, bound, interrupted = _coupled_proofs(problem, params, t0, tg, best, bound, rounds, "cpsat", prober)
     while not interrupted:
         now = time.perf_counter()
         left = params.time_limit_s - (now - t0)
@@ -1046,6 +1052,42 @@ def _metric_probes(problem: WiringProblem, params: SolveParams, t0: float, best:
         if verdict == "unknown" and not tight:
             step /= 2
     return _combined(problem, params, t0, best, min(bound, best.objective), rounds, interrupted)
+
+
+def _pattern_proofs(problem: WiringProblem, params: SolveParams, t0: float, ix: _Index, cuts, per_switch: bool,
+                    best: SolveResult, bound: float, rounds: list) -> tuple[SolveResult, float, bool]:
+    """Small identical groups joined by uniform traffic (`solvers.patterns.pattern_split`): the case split on
+    their internal circuits at the best answer's time less half the gap, in PATTERN_SHARE of the time left,
+    again at each better wiring a case probe finds (cases closed stay closed). Every case infeasible raises
+    the bound to that time. Returns (best, bound, interrupted)."""
+    from .patterns import pattern_split, split_bound
+    split = pattern_split(problem, ix)
+    if split is None:
+        return best, bound, False
+    say = params.progress or (lambda msg: None)
+    end = time.perf_counter() + PATTERN_SHARE * (params.time_limit_s - (time.perf_counter() - t0))
+    closed: set = set()
+    while best.objective - bound > params.rel_gap * best.objective and end - time.perf_counter() > 1.0:
+        T = best.objective * (1 - params.rel_gap / 2)
+        say(f"cpsat: case split on the circuits inside the {len(split.groups)} groups at {T:.6g} s "
+            f"({len(split.patterns)} patterns)")
+        try:
+            verdict, found, info = split_bound(problem, ix, split, cuts, T, end, params, per_switch, closed, say)
+        except KeyboardInterrupt:
+            rounds.append({"probe": T, "status": "pattern split", "verdict": "interrupted"})
+            return best, bound, True
+        rounds.append({"probe": T, "status": "pattern split", "verdict": verdict, **info})
+        if verdict == "closed":
+            return best, max(bound, min(T, best.objective)), False
+        if verdict != "found":
+            break
+        res = _finish(problem, "cpsat", best.solver_version, params, time.perf_counter(), SolveStatus.FEASIBLE,
+                      Limit.NONE, _wiring_from(problem, found[0], {}), None,
+                      {"model": "metric-inequality probe, one case of the pattern split"})
+        if res.objective >= best.objective:
+            break
+        best = res
+    return best, bound, False
 
 
 def cpsat_topology(m, problem: WiringProblem, ix: _Index, per_switch: bool, need_of=None, sym=None):

@@ -1,0 +1,181 @@
+"""Small identical groups joined by uniform traffic: a CP-SAT proof of the time objective by a case split on
+the circuits inside each group.
+
+Why. groups12 on whole planes (four groups of three accelerators, 4 MB between the two of a group each way,
+0.1 MB between any two of different groups, three ports): CP-SAT's metric-inequality probes on the whole
+instance (solvers/benders.py) stall 1.6% short of the optimum for 900 s, and the net test
+(solvers/stages.py), which prices each group alone, stops at 0.00032 s, 11% short (a group's triangle,
+without what the groups' traffic costs it). HiGHS proves the optimum, 0.00036 s, by branch and bound on its
+flows in 30-80 s; CP-SAT sees flows only through the rows its proposals earn, one wiring at a time, and the
+whole instance has too many wirings for that.
+
+Symmetry. When every accelerator sits on the same switches, the demand inside every group is the same per
+ordered pair and the demand between any two accelerators of different groups is one value, every
+relabelling inside a group and every permutation of the groups maps the instance onto itself. So every
+wiring has a relabelled copy of the same time in which each group's internal circuits form a canonical
+pattern (a multigraph on the group's positions, the least of its relabellings: `group_patterns`) and the
+groups come in order of their patterns. The cases are the multisets of k patterns; each fixes the circuits
+inside every group and leaves those between the groups free.
+
+Probes. Each case is a metric-inequality probe at T with its circuits fixed and its own symmetry rows (the
+fixed circuits join each pair's kind, so the rows hold for the relabellings that keep the case; without
+them groups12's cases with a triangle or a path in every group stay open for minutes, with them each closes
+in 1-10 s). Metric rows are valid for every wiring, so those one case earns serve the next. Two passes while
+the clock lasts: every case for QUICK_S (most close at once: a group with too few circuits inside cannot
+relay its own bytes in time), then the cases left, each on an even share of what is left (a case settled
+early leaves its time to the rest): the metric probe again, then for FLOW_SHARE of the share CP-SAT's
+integer flows (`benders.flow_rows`, a relaxation of fractional routing whose INFEASIBLE is a proof, which
+settles some cases the metric rows stall on). A case probe that finds a wiring at T returns it (the caller
+asks again at its time; a case with no wiring at T has none below it either, so verdicts are kept). Every
+case infeasible: no wiring reaches T.
+
+Applies to groups of at most PATTERN_MAX_GROUP accelerators, at most ENUM_MAX multigraphs to enumerate per
+group and CASES_MAX cases; anything else gets None from `pattern_split` and nothing here runs.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from synth.model import SolveParams
+from synth.problem import WiringProblem
+
+PATTERN_MAX_GROUP = 4   # accelerators per group
+ENUM_MAX = 200_000      # multigraphs on a group's positions to enumerate
+CASES_MAX = 2_000       # multisets of patterns
+QUICK_S = 2.0           # the first pass, per case
+FLOW_SHARE = 0.5        # of the second pass's seconds per case, for the integer flows after the metric probe
+
+
+def position_pairs(s: int) -> list[tuple[int, int]]:
+    return list(itertools.combinations(range(s), 2))
+
+
+def group_patterns(s: int, ports: int, most: int) -> list[tuple[int, ...]]:
+    """Every multigraph on s positions with at most `most` circuits per pair and `ports` at a position, one
+    per class of relabellings (the least tuple of its class), as circuits per `position_pairs(s)`.
+
+    >>> group_patterns(3, 3, 3)
+    [(0, 0, 0), (0, 0, 1), (0, 0, 2), (0, 0, 3), (0, 1, 1), (0, 1, 2), (1, 1, 1), (1, 1, 2)]
+    """
+    pp = position_pairs(s)
+    where = {p: k for k, p in enumerate(pp)}
+    # each relabelling as a permutation of the pair slots
+    perms = [np.array([where[tuple(sorted((q[i], q[j])))] for i, j in pp]) for q in itertools.permutations(range(s))]
+    ends = np.zeros((len(pp), s), dtype=np.int64)
+    for k, (i, j) in enumerate(pp):
+        ends[k, i] = ends[k, j] = 1
+    m = np.array(list(itertools.product(range(most + 1), repeat=len(pp))), dtype=np.int64).reshape(-1, len(pp))
+    m = m[(m @ ends).max(axis=1, initial=0) <= ports]
+    out = []
+    for row in m:
+        relabelled = np.empty((len(perms), len(pp)), dtype=np.int64)
+        for r, q in enumerate(perms):
+            relabelled[r, q] = row
+        least = min(map(tuple, relabelled.tolist()))
+        if least == tuple(row.tolist()):
+            out.append(least)
+    return out
+
+
+@dataclass(frozen=True)
+class PatternSplit:
+    groups: tuple[tuple[int, ...], ...]
+    patterns: tuple[tuple[int, ...], ...]     # circuits per pair of positions (`position_pairs`)
+
+    def cases(self) -> list[tuple[int, ...]]:
+        """Each case: a pattern index per group, non-decreasing (the multisets)."""
+        return list(itertools.combinations_with_replacement(range(len(self.patterns)), len(self.groups)))
+
+    def fixed(self, case: tuple[int, ...]) -> dict[tuple[int, int], int]:
+        """The circuits inside every group in a case, per pair (i < j)."""
+        out = {}
+        pp = position_pairs(len(self.groups[0]))
+        for grp, k in zip(self.groups, case):
+            for (i, j), c in zip(pp, self.patterns[k]):
+                a, b = grp[i], grp[j]
+                out[(min(a, b), max(a, b))] = c
+        return out
+
+
+def pattern_split(problem: WiringProblem, ix) -> PatternSplit | None:
+    """The case split of the module doc for this instance, or None where it does not apply."""
+    from .stages import uniform_groups
+    ug = uniform_groups(problem)
+    if ug is None or ug.n > PATTERN_MAX_GROUP:
+        return None
+    sop = problem.layout.switch_of_port
+    if not (sop == sop[0]).all():
+        return None
+    lab = np.empty(problem.accelerators, dtype=np.int64)
+    for g, grp in enumerate(ug.groups):
+        lab[list(grp)] = g
+    t = problem.traffic.bytes_
+    if len(np.unique(t[lab[:, None] != lab[None, :]])) != 1:
+        return None
+    s, k = ug.n, len(ug.groups)
+    g0 = ug.groups[0]
+    most = ix.max_x.get((min(g0[0], g0[1]), max(g0[0], g0[1])), 0)
+    if (most + 1) ** math.comb(s, 2) > ENUM_MAX:
+        return None
+    patterns = group_patterns(s, ug.ports, most)
+    if math.comb(len(patterns) + k - 1, k) > CASES_MAX:
+        return None
+    return PatternSplit(ug.groups, tuple(patterns))
+
+
+def split_bound(problem: WiringProblem, ix, split: PatternSplit, cuts, T: float, deadline: float,
+                params: SolveParams, per_switch: bool, closed: set, say=None):
+    """Is there a wiring with time <= T? ("closed", None, info) when every case is infeasible (no wiring
+    reaches T), ("found", (counts, time), info) when a case probe finds one, ("open", None, info) when the
+    deadline comes first. `closed` holds the cases proven infeasible at T or above (it gains this run's)."""
+    from .benders import probe
+    from .exact import _symmetry_rows_of
+    say = say or (lambda msg: None)
+    cases = split.cases()
+    todo = [c for c in cases if c not in closed]
+    info = {"cases": len(cases), "closed_before": len(cases) - len(todo), "passes": 0}
+
+    def run(case, seconds, flows=False):
+        fixed = split.fixed(case)
+
+        def rows(m, x):
+            for p, v in fixed.items():
+                m.Add(x[p] == v)
+        sym = _symmetry_rows_of(problem, ix, None, seconds, pinned=fixed)
+        return probe(problem, ix, cuts, T, min(deadline, time.perf_counter() + seconds), params, sym, per_switch,
+                     None, rows=rows, flows=flows)
+
+    for r in range(2):
+        still = []
+        for n_left, case in zip(range(len(todo), 0, -1), todo):
+            left = deadline - time.perf_counter()
+            if left < 0.5:
+                still.append(case)
+                continue
+            if r == 0:
+                verdict, found, _ = run(case, QUICK_S)
+            else:                          # an even share of what is left: a case settled early leaves its time
+                end = time.perf_counter() + left / n_left
+                verdict, found, _ = run(case, (1 - FLOW_SHARE) * left / n_left)
+                if verdict == "unknown" and end - time.perf_counter() > 0.5:
+                    verdict, found, _ = run(case, end - time.perf_counter(), flows=True)
+            if verdict == "infeasible":
+                closed.add(case)
+            elif verdict == "found":
+                info.update(passes=r + 1, open=len(still) + n_left, case=list(case))
+                return "found", found, info
+            else:
+                still.append(case)
+        info["passes"] = r + 1
+        say(f"cpsat pattern split at {T:.6g} s: pass {r + 1}, {len(cases) - len(still)} of {len(cases)} cases "
+            "infeasible")
+        todo = still
+        if not todo:
+            break
+    info["open"] = len(todo)
+    return ("closed" if not todo else "open"), None, info
