@@ -449,8 +449,8 @@ CPSAT_FIRST_SHARE = 0.1   # CP-SAT's integer-routing round only supplies a first
 CPSAT_FIRST_MAX_FLOWS = 100_000   # flow variables above which that round is skipped when a start is given
                                   # (qwen3-235b-64: 258,000; building them took 9 s of its 1.5 s at 20 s)
 PATTERN_SHARE = 0.9  # of the time left, for the pattern split of small groups (solvers/patterns.py)
-PATTERN_MIN_S = 60.0   # ... when at least this is left (groups12-radix4-fit: the split takes 40-50 s; cut short
-                       # at a 60 s limit it left the bound at 0.000302 s, the plain probes reach 0.000323 s)
+PATTERN_MIN_S = 60.0   # ... when at least this is left (groups12-radix4-fit: the split takes 35-50 s; cut short
+                       # at a 60 s limit, 2 seeds of 3, it left the bound at 0.000302 s, the plain probes 0.00032)
 TIGHT_GAP = 0.02     # below this gap a CP-SAT probe first tries to beat the best wiring at all
 
 
@@ -886,8 +886,12 @@ def solve_cpsat(problem: WiringProblem, params: SolveParams = SolveParams(), sta
     t0 = time.perf_counter()
     tg = _uniform_groups(problem, params, t0)
     ix = _index(problem)
-    if start is not None and len(ix.srcs) * len(ix.arcs) > CPSAT_FIRST_MAX_FLOWS:
-        import ortools                   # the round would only build its model in the time it has
+    from .patterns import pattern_split
+    if start is not None and (len(ix.srcs) * len(ix.arcs) > CPSAT_FIRST_MAX_FLOWS or
+                              pattern_split(problem, ix) is not None):
+        # the round would only build its model in the time it has, or only offer a wiring beside the start
+        # where the pattern split proves (and finds) what it would
+        import ortools
         best = SolveResult(SolveStatus.NO_SOLUTION, None, None, 0.0, "cpsat", f"ortools {ortools.__version__}",
                            params.seed, Limit.NONE, message="integer-routing round skipped: the start is given")
     else:

@@ -17,17 +17,20 @@ pattern (a multigraph on the group's positions, the least of its relabellings: `
 groups come in order of their patterns. The cases are the multisets of k patterns; each fixes the circuits
 inside every group and leaves those between the groups free.
 
-Probes. Each case is a metric-inequality probe at T with its circuits fixed and its own symmetry rows (the
-fixed circuits join each pair's kind, so the rows hold for the relabellings that keep the case; without
-them groups12's cases with a triangle or a path in every group stay open for minutes, with them each closes
-in 1-10 s). Metric rows are valid for every wiring, so those one case earns serve the next. Two passes while
-the clock lasts: every case for QUICK_S (most close at once: a group with too few circuits inside cannot
-relay its own bytes in time), then the cases left, each on an even share of what is left (a case settled
-early leaves its time to the rest): the metric probe again, then for FLOW_SHARE of the share CP-SAT's
-integer flows (`benders.flow_rows`, a relaxation of fractional routing whose INFEASIBLE is a proof, which
-settles some cases the metric rows stall on). A case probe that finds a wiring at T returns it (the caller
-asks again at its time; a case with no wiring at T has none below it either, so verdicts are kept). Every
-case infeasible: no wiring reaches T.
+Probes. First each pattern alone, fixed in the first group with the others free, for QUICK_S: a pattern no
+wiring at T gives that group no group has (relabel the groups), so every case holding it is closed
+(groups12: 3-4 of its 8 patterns, 260-295 of its 330 cases, in 9-12 s). Then each case left is a
+metric-inequality probe at T with its circuits fixed and its own symmetry rows (the fixed circuits join
+each pair's kind, so the rows hold for the relabellings that keep the case; without them groups12's cases
+with a triangle or a path in every group stay open for minutes, with them each closes in 1-10 s). Metric
+rows are valid for every wiring, so those one case earns serve the next. Two passes while the clock lasts:
+every case for QUICK_S (most close at once: a group with too few circuits inside cannot relay its own bytes
+in time), then the cases left, each on an even share of what is left (a case settled early leaves its time
+to the rest): the metric probe again, then for FLOW_SHARE of the share CP-SAT's integer flows
+(`benders.flow_rows`, a relaxation of fractional routing whose INFEASIBLE is a proof, which settles some
+cases the metric rows stall on). A probe that finds a wiring at T returns it (the caller asks again at its
+time; a pattern or case with no wiring at T has none below it either, so verdicts are kept). Every case
+infeasible: no wiring reaches T.
 
 Applies to groups of at most PATTERN_MAX_GROUP accelerators, at most ENUM_MAX multigraphs to enumerate per
 group and CASES_MAX cases; anything else gets None from `pattern_split` and nothing here runs.
@@ -92,7 +95,8 @@ class PatternSplit:
         return list(itertools.combinations_with_replacement(range(len(self.patterns)), len(self.groups)))
 
     def fixed(self, case: tuple[int, ...]) -> dict[tuple[int, int], int]:
-        """The circuits inside every group in a case, per pair (i < j)."""
+        """The circuits inside every group in a case, per pair (i < j); a shorter case fixes the first
+        groups only."""
         out = {}
         pp = position_pairs(len(self.groups[0]))
         for grp, k in zip(self.groups, case):
@@ -132,13 +136,13 @@ def split_bound(problem: WiringProblem, ix, split: PatternSplit, cuts, T: float,
                 params: SolveParams, per_switch: bool, closed: set, say=None):
     """Is there a wiring with time <= T? ("closed", None, info) when every case is infeasible (no wiring
     reaches T), ("found", (counts, time), info) when a case probe finds one, ("open", None, info) when the
-    deadline comes first. `closed` holds the cases proven infeasible at T or above (it gains this run's)."""
+    deadline comes first. `closed` holds the patterns (as 1-tuples) and cases proven infeasible at T or above
+    (it gains this run's)."""
     from .benders import probe
     from .exact import _symmetry_rows_of
     say = say or (lambda msg: None)
     cases = split.cases()
-    todo = [c for c in cases if c not in closed]
-    info = {"cases": len(cases), "closed_before": len(cases) - len(todo), "passes": 0}
+    info = {"cases": len(cases), "closed_before": sum(c in closed for c in cases), "passes": 0}
 
     def run(case, seconds, flows=False):
         fixed = split.fixed(case)
@@ -150,6 +154,22 @@ def split_bound(problem: WiringProblem, ix, split: PatternSplit, cuts, T: float,
         return probe(problem, ix, cuts, T, min(deadline, time.perf_counter() + seconds), params, sym, per_switch,
                      None, rows=rows, flows=flows)
 
+    # a pattern no wiring at T gives group 0 (the others free) no group has either (relabel the groups)
+    for k in range(len(split.patterns)):
+        if (k,) in closed or deadline - time.perf_counter() < 0.5:
+            continue
+        verdict, found, _ = run((k,), QUICK_S)
+        if verdict == "found":
+            info.update(open=len(cases), case=[k])
+            return "found", found, info
+        if verdict == "infeasible":
+            closed.add((k,))
+    out = {k for k in range(len(split.patterns)) if (k,) in closed}
+    info["patterns_out"] = len(out)
+    todo = [c for c in cases if c not in closed and not out.intersection(c)]
+    closed.update(c for c in cases if out.intersection(c))
+    say(f"cpsat pattern split at {T:.6g} s: {len(out)} of {len(split.patterns)} patterns ruled out in every "
+        f"group, {len(todo)} cases left")
     for r in range(2):
         still = []
         for n_left, case in zip(range(len(todo), 0, -1), todo):
