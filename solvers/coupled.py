@@ -75,6 +75,13 @@ def coupled_groups(problem: WiringProblem) -> list[np.ndarray] | None:
     return None
 
 
+def group_labels(groups, n: int) -> np.ndarray:
+    """Each of the n accelerators' group index (groups of equal size, as `coupled_groups` gives them)."""
+    lab = np.empty(n, dtype=np.int64)
+    lab[np.asarray(groups, dtype=np.int64)] = np.arange(len(groups))[:, None]
+    return lab
+
+
 def _crossing(t: np.ndarray, groups: list[np.ndarray]) -> np.ndarray:
     """Bytes between each pair of groups (the larger direction): block sums P^T t P, P the membership matrix."""
     P = np.zeros((t.shape[0], len(groups)))
@@ -94,8 +101,7 @@ def _held_ports(problem: WiringProblem, groups: list[np.ndarray], M: np.ndarray,
     h = np.where(M > 0, np.ceil(M / bt - 1e-9), 0).astype(np.int64)
     H = int(h.sum(axis=1).max()) + more
     G = np.stack(groups)                     # groups x positions
-    lab = np.empty(problem.accelerators, dtype=np.int64)
-    lab[G] = np.arange(len(groups))[:, None]
+    lab = group_labels(G, problem.accelerators)
     cross = np.where(lab[:, None] != lab[None, :], t + t.T, 0.0).sum(axis=1)
     by_pos = cross[G].sum(axis=0)
     order = np.argsort(-by_pos, kind="stable")

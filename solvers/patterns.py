@@ -67,22 +67,16 @@ def group_patterns(s: int, ports: int, most: int) -> list[tuple[int, ...]]:
     """
     pp = position_pairs(s)
     where = {p: k for k, p in enumerate(pp)}
-    # each relabelling as a permutation of the pair slots
-    perms = [np.array([where[tuple(sorted((q[i], q[j])))] for i, j in pp]) for q in itertools.permutations(range(s))]
+    # each relabelling as the slot every pair's circuits move to (the identity first)
+    perms = np.array([[where[tuple(sorted((q[i], q[j])))] for i, j in pp] for q in itertools.permutations(range(s))])
     ends = np.zeros((len(pp), s), dtype=np.int64)
     for k, (i, j) in enumerate(pp):
         ends[k, i] = ends[k, j] = 1
     m = np.array(list(itertools.product(range(most + 1), repeat=len(pp))), dtype=np.int64).reshape(-1, len(pp))
     m = m[(m @ ends).max(axis=1, initial=0) <= ports]
-    out = []
-    for row in m:
-        relabelled = np.empty((len(perms), len(pp)), dtype=np.int64)
-        for r, q in enumerate(perms):
-            relabelled[r, q] = row
-        least = min(map(tuple, relabelled.tolist()))
-        if least == tuple(row.tolist()):
-            out.append(least)
-    return out
+    # a tuple's digits in base most + 1 order relabelled tuples as tuples: code[row, r] of relabelling r
+    code = m @ (most + 1) ** (len(pp) - 1 - perms.T)
+    return [tuple(row) for row in m[code[:, 0] == code.min(axis=1)].tolist()]
 
 
 @dataclass(frozen=True)
@@ -108,6 +102,7 @@ class PatternSplit:
 
 def pattern_split(problem: WiringProblem, ix) -> PatternSplit | None:
     """The case split of the module doc for this instance, or None where it does not apply."""
+    from .coupled import group_labels
     from .stages import uniform_groups
     ug = uniform_groups(problem)
     if ug is None or ug.n > PATTERN_MAX_GROUP:
@@ -115,9 +110,7 @@ def pattern_split(problem: WiringProblem, ix) -> PatternSplit | None:
     sop = problem.layout.switch_of_port
     if not (sop == sop[0]).all():
         return None
-    lab = np.empty(problem.accelerators, dtype=np.int64)
-    for g, grp in enumerate(ug.groups):
-        lab[list(grp)] = g
+    lab = group_labels(ug.groups, problem.accelerators)
     t = problem.traffic.bytes_
     if len(np.unique(t[lab[:, None] != lab[None, :]])) != 1:
         return None

@@ -630,11 +630,10 @@ def group_symmetries(problem: WiringProblem, ug: UniformGroups) -> list[tuple[tu
     from networkx.algorithms.isomorphism import DiGraphMatcher
 
     from .bounds import group_sums
+    from .coupled import group_labels
     t = problem.traffic.bytes_.astype(np.float64)
     k = len(ug.groups)
-    lab = np.empty(problem.accelerators, dtype=np.int64)
-    for g, a in enumerate(ug.groups):
-        lab[list(a)] = g
+    lab = group_labels(ug.groups, problem.accelerators)
 
     def across(m: np.ndarray, colour) -> nx.DiGraph:
         G = nx.DiGraph()

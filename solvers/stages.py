@@ -97,7 +97,7 @@ class UniformGroups:
 
 def uniform_groups(problem: WiringProblem) -> UniformGroups | None:
     """The instance as k >= 2 symmetric coupled groups (module doc), or None."""
-    from .coupled import coupled_groups
+    from .coupled import coupled_groups, group_labels
     if problem.objective != "time" or problem.policy == "direct" or problem.fixed_circuits:
         return None
     groups = coupled_groups(problem)
@@ -112,9 +112,7 @@ def uniform_groups(problem: WiringProblem) -> UniformGroups | None:
     off = ~np.eye(len(g0), dtype=bool)
     if len(np.unique(inner[off])) != 1 or inner[off][0] <= 0:
         return None
-    lab = np.empty(problem.accelerators, dtype=np.int64)
-    for g, a in enumerate(groups):
-        lab[a] = g
+    lab = group_labels(groups, problem.accelerators)
     across = np.where(lab[:, None] == lab[None, :], 0.0, t)
     o, i = across.sum(axis=1), across.sum(axis=0)       # each accelerator's bytes out of / into its group
     if any(np.ptp(o[a]) > 0 or np.ptp(i[a]) > 0 for a in groups):
