@@ -994,6 +994,9 @@ def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResu
         return _step_by_phases(problem, params, t0)
     if solver == "auto":
         solver = "milp" if problem.accelerators <= 16 and problem.objective != "step" else "search"
+        from .exact import pattern_split_runs
+        if solver == "milp" and pattern_split_runs(problem, params):
+            solver = "cpsat"
     # what the structure-based starts read: the step's bytes at once (phases: their weighted sum)
     shape = problem.as_time() if problem.objective in ("phases", "step") else problem
     if problem.objective == "step" and solver in ("milp", "cpsat"):

@@ -231,14 +231,16 @@ def exclude(m, xs: list, vals: np.ndarray) -> None:
 
 def probe(problem: WiringProblem, ix, cuts: MetricCuts, T: float, deadline: float, params: SolveParams,
           sym, per_switch: bool, hint: np.ndarray | None = None, case=None, labelled: bool = False,
-          flows: bool = False, rows=None):
+          flows: bool = False, rows=None, live=None):
     """Is there a wiring with time <= T? Returns ("infeasible", None, stats), ("found", (counts, time),
     stats) or ("unknown", None, stats) when the deadline came first. `hint` (circuits per pair, e.g. the
     best wiring's) steers CP-SAT's proposals towards its neighbourhood; `case` = (groups, case) restricts
     it to one case of the two-group split (`solvers.stages.add_case_rows_cpsat`), `labelled` to its labelled
     form (only on `solvers.stages.symmetric_relaxation`, with `sym` from the case's labels). `flows` adds
     the integer-flow relaxation (`flow_rows`): stronger proofs, slower proposals. `rows(model, x)` adds
-    rows of the caller's (a case of `solvers.patterns`)."""
+    rows of the caller's (a case of `solvers.patterns`). `live` (`solvers.stages.Live`): a probe in a worker
+    thread, whose CP-SAT search the caller stops on Ctrl-C (CP-SAT's own Ctrl-C reaches the main thread only);
+    once it is stopped the probe answers "unknown"."""
     from ortools.sat.python import cp_model
 
     from .ctrl_c import CpsatCtrlC
@@ -279,8 +281,16 @@ def probe(problem: WiringProblem, ix, cuts: MetricCuts, T: float, deadline: floa
         solver.parameters.max_time_in_seconds = left
         solver.parameters.num_workers = params.threads
         solver.parameters.random_seed = params.seed
+        if live is not None:
+            if live.stopped:
+                return "unknown", None, stats
+            live.add(solver)
         ctrl_c = CpsatCtrlC(solver)
-        st = ctrl_c.solve(m)
+        try:
+            st = ctrl_c.solve(m)
+        finally:
+            if live is not None:
+                live.discard(solver)
         if ctrl_c.hit:
             raise KeyboardInterrupt           # Ctrl-C, which CP-SAT caught: the caller returns what it has
         if st == cp_model.INFEASIBLE:

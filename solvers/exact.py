@@ -449,8 +449,8 @@ CPSAT_FIRST_SHARE = 0.1   # CP-SAT's integer-routing round only supplies a first
 CPSAT_FIRST_MAX_FLOWS = 100_000   # flow variables above which that round is skipped when a start is given
                                   # (qwen3-235b-64: 258,000; building them took 9 s of its 1.5 s at 20 s)
 PATTERN_SHARE = 0.9  # of the time left, for the pattern split of small groups (solvers/patterns.py)
-PATTERN_MIN_S = 60.0   # ... when at least this is left (groups12-radix4-fit: the split takes 35-50 s; cut short
-                       # at a 60 s limit, 2 seeds of 3, it left the bound at 0.000302 s, the plain probes 0.00032)
+PATTERN_MIN_S = 40.0   # ... when at least this is left (groups12-radix4-fit: the split takes 25-35 s with two
+                       # probes at a time; cut short it leaves the bound at 0.000302 s, the plain probes 0.00032)
 TIGHT_GAP = 0.02     # below this gap a CP-SAT probe first tries to beat the best wiring at all
 
 
@@ -1058,6 +1058,17 @@ def _metric_probes(problem: WiringProblem, params: SolveParams, t0: float, best:
         if verdict == "unknown" and not tight:
             step /= 2
     return _combined(problem, params, t0, best, min(bound, best.objective), rounds, interrupted)
+
+
+def pattern_split_runs(problem: WiringProblem, params: SolveParams) -> bool:
+    """Does CP-SAT's case split on small identical groups (`solvers.patterns`) apply here and have its clock:
+    the time objective with relays, a split (`pattern_split`) and at least PATTERN_MIN_S. `auto` then takes
+    CP-SAT over the MILP: on groups12 at 60 s it proves the optimum in 29 s, where the MILP ends 5.6% short."""
+    from .patterns import pattern_split
+    if problem.objective != "time" or problem.policy == "direct" or problem.accelerators > EXACT_MAX \
+            or params.time_limit_s < PATTERN_MIN_S:
+        return False
+    return pattern_split(problem, _index(problem)) is not None
 
 
 def _pattern_proofs(problem: WiringProblem, params: SolveParams, t0: float, ix: _Index, cuts, per_switch: bool,

@@ -32,6 +32,11 @@ cases the metric rows stall on). A probe that finds a wiring at T returns it (th
 time; a pattern or case with no wiring at T has none below it either, so verdicts are kept). Every case
 infeasible: no wiring reaches T.
 
+Both cores. The probes run params.threads at a time in worker threads, each CP-SAT search on one worker
+(`_each`): a second worker inside a search did not shorten these small models, and two searches side by side
+take groups12's split from 46-58 s to 25-35 s, so CP-SAT proves it at a 60 s limit. Ctrl-C reaches the main
+thread only, which then stops the searches running (`solvers.stages.Live`).
+
 Applies to groups of at most PATTERN_MAX_GROUP accelerators, at most ENUM_MAX multigraphs to enumerate per
 group and CASES_MAX cases; anything else gets None from `pattern_split` and nothing here runs.
 """
@@ -125,33 +130,81 @@ def pattern_split(problem: WiringProblem, ix) -> PatternSplit | None:
     return PatternSplit(ug.groups, tuple(patterns))
 
 
+def _each(items: list, run, workers: int, live):
+    """(item, run(item)) for the items, `workers` at a time in threads (CP-SAT and HiGHS release the GIL),
+    as each ends; `run(item, waiting)` is called when the item starts, `waiting` the items not yet started
+    plus the ones running (for a fair share of the clock). When the caller stops early (returns, an
+    exception, Ctrl-C while it waits) the items not started are dropped and the probes running are stopped
+    through `live` (`solvers.stages.Live`) before this returns."""
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+    todo = list(items)[::-1]
+    with ThreadPoolExecutor(max(1, workers)) as pool:
+        running: dict = {}
+        try:
+            while todo or running:
+                while todo and len(running) < workers:
+                    item = todo.pop()
+                    running[pool.submit(run, item, len(todo) + len(running) + 1)] = item
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for f in [f for f in running if f in done]:          # in the order they were started
+                    yield running.pop(f), f.result()
+        finally:
+            if running:                   # stopped early: stop the searches still running, then wait for them
+                while not all(f.done() for f in running):
+                    live.cancel()
+                    wait(running, timeout=0.05)
+
+
 def split_bound(problem: WiringProblem, ix, split: PatternSplit, cuts, T: float, deadline: float,
                 params: SolveParams, per_switch: bool, closed: set, say=None):
     """Is there a wiring with time <= T? ("closed", None, info) when every case is infeasible (no wiring
     reaches T), ("found", (counts, time), info) when a case probe finds one, ("open", None, info) when the
     deadline comes first. `closed` holds the patterns (as 1-tuples) and cases proven infeasible at T or above
-    (it gains this run's)."""
+    (it gains this run's). The probes run params.threads at a time, each on one CP-SAT worker: on these small
+    models a second worker inside one search did not shorten it (groups12: 46 s on one worker, 48-52 s on
+    two), two searches side by side take the split from 46-52 s to 29-35 s."""
+    import dataclasses
+
     from .benders import probe
     from .exact import _symmetry_rows_of
+    from .stages import Live
     say = say or (lambda msg: None)
+    workers = max(1, params.threads)
+    one = dataclasses.replace(params, threads=1) if workers > 1 else params
+    live = Live()
     cases = split.cases()
     info = {"cases": len(cases), "closed_before": sum(c in closed for c in cases), "passes": 0}
 
-    def run(case, seconds, flows=False):
+    def probe_case(case, seconds, flows=False):
         fixed = split.fixed(case)
 
         def rows(m, x):
             for p, v in fixed.items():
                 m.Add(x[p] == v)
         sym = _symmetry_rows_of(problem, ix, None, seconds, pinned=fixed)
-        return probe(problem, ix, cuts, T, min(deadline, time.perf_counter() + seconds), params, sym, per_switch,
-                     None, rows=rows, flows=flows)
+        return probe(problem, ix, cuts, T, min(deadline, time.perf_counter() + seconds), one, sym, per_switch,
+                     None, rows=rows, flows=flows, live=live)
+
+    def quick(case, waiting):
+        if deadline - time.perf_counter() < 0.5:
+            return "unknown", None
+        return probe_case(case, QUICK_S)[:2]
+
+    def share(case, waiting):
+        """An even share of what is left, `workers` cases at a time: a case settled early leaves its time to
+        the rest."""
+        left = deadline - time.perf_counter()
+        if left < 0.5:
+            return "unknown", None
+        end = time.perf_counter() + min(left, left * workers / waiting)
+        verdict, found, _ = probe_case(case, (1 - FLOW_SHARE) * (end - time.perf_counter()))
+        if verdict == "unknown" and end - time.perf_counter() > 0.5 and not live.stopped:
+            verdict, found, _ = probe_case(case, end - time.perf_counter(), flows=True)
+        return verdict, found
 
     # a pattern no wiring at T gives group 0 (the others free) no group has either (relabel the groups)
-    for k in range(len(split.patterns)):
-        if (k,) in closed or deadline - time.perf_counter() < 0.5:
-            continue
-        verdict, found, _ = run((k,), QUICK_S)
+    for (k,), (verdict, found) in _each([(k,) for k in range(len(split.patterns)) if (k,) not in closed], quick,
+                                        workers, live):
         if verdict == "found":
             info.update(open=len(cases), case=[k])
             return "found", found, info
@@ -163,31 +216,20 @@ def split_bound(problem: WiringProblem, ix, split: PatternSplit, cuts, T: float,
     closed.update(c for c in cases if out.intersection(c))
     say(f"cpsat pattern split at {T:.6g} s: {len(out)} of {len(split.patterns)} patterns ruled out in every "
         f"group, {len(todo)} cases left")
-    for r in range(2):
+    for r, run in enumerate((quick, share)):
         still = []
-        for n_left, case in zip(range(len(todo), 0, -1), todo):
-            left = deadline - time.perf_counter()
-            if left < 0.5:
-                still.append(case)
-                continue
-            if r == 0:
-                verdict, found, _ = run(case, QUICK_S)
-            else:                          # an even share of what is left: a case settled early leaves its time
-                end = time.perf_counter() + left / n_left
-                verdict, found, _ = run(case, (1 - FLOW_SHARE) * left / n_left)
-                if verdict == "unknown" and end - time.perf_counter() > 0.5:
-                    verdict, found, _ = run(case, end - time.perf_counter(), flows=True)
+        for case, (verdict, found) in _each(todo, run, workers, live):
             if verdict == "infeasible":
                 closed.add(case)
             elif verdict == "found":
-                info.update(passes=r + 1, open=len(still) + n_left, case=list(case))
+                info.update(passes=r + 1, open=len(todo) - sum(c in closed for c in todo), case=list(case))
                 return "found", found, info
             else:
                 still.append(case)
         info["passes"] = r + 1
         say(f"cpsat pattern split at {T:.6g} s: pass {r + 1}, {len(cases) - len(still)} of {len(cases)} cases "
             "infeasible")
-        todo = still
+        todo = sorted(still)
         if not todo:
             break
     info["open"] = len(todo)

@@ -295,20 +295,27 @@ def group_relays(tg: UniformGroups, g: int, x: tuple[int, ...] | None, T: float,
 
 
 class Live:
-    """The HiGHS models that worker threads are running, so that Ctrl-C or a deadline stops them all.
-    highspy's cancelSolve only sets a flag that its interrupt callbacks read, and those are off unless
-    HandleUserInterrupt is on: `add` turns them on. The stop is sticky: a model added after `cancel` (a
-    worker still building it) is cancelled at once, and HiGHS reads the flag at its first callback."""
+    """The solves that worker threads are running, so that Ctrl-C or a deadline stops them all: HiGHS models
+    and CP-SAT solvers (`solvers.patterns`). highspy's cancelSolve only sets a flag that its interrupt
+    callbacks read, and those are off unless HandleUserInterrupt is on: `add` turns them on. The stop is
+    sticky: a model added after `cancel` (a worker still building it) is cancelled at once, and HiGHS reads
+    the flag at its first callback. CP-SAT can lose a StopSearch that comes while Solve is still copying its
+    model, so a caller waiting for CP-SAT workers calls `cancel` again until they return."""
 
     def __init__(self) -> None:
         self._models: set = set()
         self.stopped = False
 
+    @staticmethod
+    def _stop(H) -> None:
+        H.StopSearch() if hasattr(H, "StopSearch") else H.cancelSolve()
+
     def add(self, H) -> None:
-        H.HandleUserInterrupt = True
+        if not hasattr(H, "StopSearch"):
+            H.HandleUserInterrupt = True
         self._models.add(H)
         if self.stopped:
-            H.cancelSolve()
+            self._stop(H)
 
     def discard(self, H) -> None:
         self._models.discard(H)
@@ -316,7 +323,7 @@ class Live:
     def cancel(self) -> None:
         self.stopped = True
         for H in list(self._models):
-            H.cancelSolve()
+            self._stop(H)
 
 
 def parallel(fn, items: list, threads: int, live: Live) -> list:

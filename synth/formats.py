@@ -13,6 +13,7 @@ import math
 import os
 import stat
 import tempfile
+import threading
 from typing import Any, Mapping
 
 import numpy as np
@@ -644,18 +645,30 @@ def read_xconnect(texts: Mapping[int, str], layout: OCSLayout) -> list[Circuit]:
     return out
 
 
+_QUIET_LOCK = threading.Lock()
+_QUIET = {"depth": 0, "saved": -1}    # blocks open, in any thread, and the descriptor 1 they will restore
+
+
 @contextlib.contextmanager
 def quiet_stdout():
     """HiGHS writes a banner to the process's stdout even with output off; keep it out of ours (a CLI may
-    be printing JSON there): file descriptor 1 points at /dev/null inside the block."""
+    be printing JSON there): file descriptor 1 points at /dev/null inside the block. Threads share the
+    descriptor, so the blocks are counted: the first to open points it away, the last to close points it
+    back (two threads each saving and restoring it could leave stdout on /dev/null for good)."""
     import sys
-    sys.stdout.flush()
-    saved = os.dup(1)
-    devnull = os.open(os.devnull, os.O_WRONLY)
+    with _QUIET_LOCK:
+        if _QUIET["depth"] == 0:
+            sys.stdout.flush()
+            _QUIET["saved"] = os.dup(1)
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.close(devnull)
+        _QUIET["depth"] += 1
     try:
-        os.dup2(devnull, 1)
         yield
     finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(devnull)
+        with _QUIET_LOCK:
+            _QUIET["depth"] -= 1
+            if _QUIET["depth"] == 0:
+                os.dup2(_QUIET["saved"], 1)
+                os.close(_QUIET["saved"])

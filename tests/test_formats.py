@@ -237,3 +237,39 @@ def test_bad_proof_logs_are_named_and_left_alone(tmp_path, text, match):
     with pytest.raises(InvalidInput, match=match):
         open_proof_log(path)
     assert open(path).read() == text
+
+
+def test_quiet_stdout_in_two_threads_gives_stdout_back(tmp_path):
+    """Two threads' blocks overlapping (A opens, B opens, A closes, B closes): descriptor 1 is quiet while
+    either is open and points back at the real stdout after both (saving and restoring it per block left it
+    on /dev/null: `wire --json` printed nothing)."""
+    import threading
+
+    from synth.formats import quiet_stdout
+    out = tmp_path / "out.txt"
+    real = os.dup(1)
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT)
+    os.dup2(fd, 1)
+    os.close(fd)
+    try:
+        steps = [threading.Event() for _ in range(4)]
+
+        def block(me: int, wait_for: int, then: int) -> None:
+            with quiet_stdout():
+                steps[me].set()
+                steps[wait_for].wait(5)
+                os.write(1, b"hidden ")
+            steps[then].set()
+
+        a = threading.Thread(target=block, args=(0, 1, 2))
+        b = threading.Thread(target=lambda: (steps[0].wait(5), block(1, 2, 3)))
+        a.start()
+        b.start()
+        a.join(10)
+        b.join(10)
+        assert all(e.is_set() for e in steps)
+        os.write(1, b"shown")
+    finally:
+        os.dup2(real, 1)
+        os.close(real)
+    assert out.read_text() == "shown"

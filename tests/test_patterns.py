@@ -106,10 +106,50 @@ def test_cpsat_proves_small_groups_through_the_split_with_the_milps_optimum():
 
 @pytest.mark.slow
 def test_cpsat_proves_groups12_on_its_fitted_plan():
-    """The suite's groups12-radix4-fit: CP-SAT proves 0.00036 s through the split (36-49 s at a 90-300 s limit on
-    2 cores), which its whole-instance probes left 1.6% short after 900 s."""
+    """The suite's groups12-radix4-fit: CP-SAT proves 0.00036 s through the split (25-35 s on 2 cores), which its
+    whole-instance probes left 1.6% short after 900 s."""
     t = np.load("instances/wiring/groups12.npy")
     env, split = OCSLayout.fitted_planes(12, 3, 4)
     p = WiringProblem(TrafficMatrix(t), env, 100.0, "time", fibre_fit=split)
     res = wire(p, "cpsat", SolveParams(time_limit_s=300))
     assert res.status == SolveStatus.OPTIMAL and res.objective == pytest.approx(3.6e-4)
+
+
+def test_ctrl_c_during_the_split_stops_both_probes_and_keeps_the_answer(monkeypatch, ctrl_c_on):
+    """The split's probes run two at a time in worker threads, where CP-SAT's own Ctrl-C does not reach:
+    a SIGINT while both run long (first pass at 60 s a probe) stops them, leaves no thread running, and the
+    solve answers with its best wiring, FEASIBLE and marked interrupted (the test can fail: without stopping
+    the workers' searches the call waits for their 60 s)."""
+    import os
+    import signal
+    import threading
+    monkeypatch.setattr(patterns, "QUICK_S", 60.0)
+    t = np.load("instances/wiring/groups12.npy")
+    env, split = OCSLayout.fitted_planes(12, 3, 4)
+    p = WiringProblem(TrafficMatrix(t), env, 100.0, "time", fibre_fit=split)
+    before = threading.active_count()
+    timer = threading.Timer(4.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+    t0 = time.perf_counter()
+    timer.start()
+    try:
+        res = wire(p, "cpsat", SolveParams(time_limit_s=120))
+    finally:
+        timer.cancel()
+    assert time.perf_counter() - t0 < 15
+    assert res.status == SolveStatus.FEASIBLE and res.limit.value == "interrupt"
+    assert not wiring_violations(res.artifact)
+    assert [r["verdict"] for r in res.extra["rounds"] if r.get("status") == "pattern split"] == ["interrupted"]
+    assert threading.active_count() == before
+
+
+def test_auto_takes_cpsat_where_the_split_runs():
+    """`auto` picks the MILP up to 16 accelerators, and CP-SAT where the split applies with its clock (groups12 at
+    60 s: CP-SAT proves the optimum in about 30 s, the MILP ends 5.6% short)."""
+    p = groups(3)
+    assert exact.pattern_split_runs(p, SolveParams(time_limit_s=60))
+    assert not exact.pattern_split_runs(p, SolveParams(time_limit_s=20))           # the split would not run
+    hops = WiringProblem(p.traffic, p.layout, 100.0, "hops")
+    assert not exact.pattern_split_runs(hops, SolveParams(time_limit_s=60))
+    res = wire(p, "auto", SolveParams(time_limit_s=60))
+    assert res.solver == "cpsat" and res.status == SolveStatus.OPTIMAL and not wiring_violations(res.artifact)
+    assert wire(p, "auto", SolveParams(time_limit_s=20)).solver == "milp-highs"
