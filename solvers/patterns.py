@@ -45,6 +45,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from contextlib import closing
 from dataclasses import dataclass
 
 import numpy as np
@@ -134,8 +135,8 @@ def _each(items: list, run, workers: int, live):
     """(item, run(item)) for the items, `workers` at a time in threads (CP-SAT and HiGHS release the GIL),
     as each ends; `run(item, waiting)` is called when the item starts, `waiting` the items not yet started
     plus the ones running (for a fair share of the clock). When the caller stops early (returns, an
-    exception, Ctrl-C while it waits) the items not started are dropped and the probes running are stopped
-    through `live` (`solvers.stages.Live`) before this returns."""
+    exception, Ctrl-C while it waits; the caller closes the generator) the items not started are dropped and
+    the probes running are stopped through `live` (`solvers.stages.Live`) before the close returns."""
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
     todo = list(items)[::-1]
     with ThreadPoolExecutor(max(1, workers)) as pool:
@@ -203,13 +204,14 @@ def split_bound(problem: WiringProblem, ix, split: PatternSplit, cuts, T: float,
         return verdict, found
 
     # a pattern no wiring at T gives group 0 (the others free) no group has either (relabel the groups)
-    for (k,), (verdict, found) in _each([(k,) for k in range(len(split.patterns)) if (k,) not in closed], quick,
-                                        workers, live):
-        if verdict == "found":
-            info.update(open=len(cases), case=[k])
-            return "found", found, info
-        if verdict == "infeasible":
-            closed.add((k,))
+    with closing(_each([(k,) for k in range(len(split.patterns)) if (k,) not in closed], quick, workers,
+                       live)) as results:
+        for (k,), (verdict, found) in results:
+            if verdict == "found":
+                info.update(open=len(cases), case=[k])
+                return "found", found, info
+            if verdict == "infeasible":
+                closed.add((k,))
     out = {k for k in range(len(split.patterns)) if (k,) in closed}
     info["patterns_out"] = len(out)
     todo = [c for c in cases if c not in closed and not out.intersection(c)]
@@ -218,14 +220,15 @@ def split_bound(problem: WiringProblem, ix, split: PatternSplit, cuts, T: float,
         f"group, {len(todo)} cases left")
     for r, run in enumerate((quick, share)):
         still = []
-        for case, (verdict, found) in _each(todo, run, workers, live):
-            if verdict == "infeasible":
-                closed.add(case)
-            elif verdict == "found":
-                info.update(passes=r + 1, open=len(todo) - sum(c in closed for c in todo), case=list(case))
-                return "found", found, info
-            else:
-                still.append(case)
+        with closing(_each(todo, run, workers, live)) as results:
+            for case, (verdict, found) in results:
+                if verdict == "infeasible":
+                    closed.add(case)
+                elif verdict == "found":
+                    info.update(passes=r + 1, open=len(todo) - sum(c in closed for c in todo), case=list(case))
+                    return "found", found, info
+                else:
+                    still.append(case)
         info["passes"] = r + 1
         say(f"cpsat pattern split at {T:.6g} s: pass {r + 1}, {len(cases) - len(still)} of {len(cases)} cases "
             "infeasible")
