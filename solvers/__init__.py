@@ -46,12 +46,12 @@ import time
 import numpy as np
 
 from synth.errors import InvalidInput
-from synth.model import Limit, SolveParams, SolveResult, SolveStatus, Wiring
+from synth.model import Limit, OCSLayout, SolveParams, SolveResult, SolveStatus, Wiring
 from synth.problem import EXACT_ROUTING_MAX, WiringProblem
 from synth.routing import Beside
 
 from . import baselines, fibre_plan
-from .structured import heavy_pairs, hub_mask, near_moore, placed, relay_hubs
+from .structured import EMBED_S, embedded, heavy_pairs, hub_mask, near_moore, placed, relay_hubs
 from .vees import relay_vees
 from .bounds import LP_BOUND_MAX, ProblemCache, best_bound, final_bound, instant_bound
 
@@ -64,6 +64,7 @@ RIVAL_CLOSE = 0.03     # wirings scored beside the search this close to the best
 QUICK_SHARE = 0.04    # of the time limit, for ranking two searched wirings by a short routing
 MIN_SCORE_S = 0.5     # the shortest clock a wiring is scored on (ECMP first, then the multi-path routing)
 PLACE_SHARE = 0.1     # of the time limit at most, for placing skewed demand on the near-Moore wiring
+EMBED_SHARE = 0.05    # ... and for putting it on OCSes smaller than its planes (`structured.embedded`, EMBED_S at most)
 VEE_SHARE = 0.2       # of the time limit at most, for the relay V's: three k's built and ranked, one coloured (deepseek-v3-144 TP 4: 10 s)
 UNIFORM_CV = 0.1       # demand spread up to which the geometric near-Moore starts are offered (_near_uniform)
 SCORED_STARTS_MAX = 256   # accelerators up to which the search's starts are ranked by a routing, beyond by byte-hops
@@ -885,12 +886,18 @@ def _prepare(problem: WiringProblem, params: SolveParams, shape: WiringProblem, 
     aside = {}
     # the structured constructions are built whole, the fixed circuits swapped into them
     geometric = near_moore(problem.layout, params.seed)
+    whole = None if geometric is not None else _whole_planes(problem.layout)
+    if whole is not None:       # planes split over smaller OCSes: built on whole planes, then as much as fits
+        geometric = near_moore(whole, params.seed)
     if geometric is not None:
-        if _near_uniform(problem.traffic.bytes_):
-            cands["near-moore"] = baselines.impose(geometric, fixed)
-        else:           # where the heavier accelerators sit on it decides its busiest links
-            aside["near-moore"] = baselines.impose(placed(geometric, problem.traffic.bytes_, params.seed,
-                                                          time_limit_s=PLACE_SHARE * params.time_limit_s), fixed)
+        if not _near_uniform(problem.traffic.bytes_):  # where the heavier accelerators sit decides its busiest links
+            geometric = placed(geometric, problem.traffic.bytes_, params.seed,
+                               time_limit_s=PLACE_SHARE * params.time_limit_s)
+        if whole is not None:
+            geometric = embedded(geometric, problem.layout, params.seed,
+                                 min(EMBED_S, EMBED_SHARE * params.time_limit_s))
+    if geometric is not None:
+        (cands if _near_uniform(problem.traffic.bytes_) else aside)["near-moore"] = baselines.impose(geometric, fixed)
     hubs = relay_hubs(t, problem.layout, params.seed, HUB_TRIES)
     if hubs is not None:
         aside["relay hubs"] = baselines.impose(hubs, fixed)
@@ -924,6 +931,16 @@ def _prepare(problem: WiringProblem, params: SolveParams, shape: WiringProblem, 
     for k, sc in aside_scores.items():
         _say(params, f"{k}: {sc[0]:.6g} s (scored beside the search)")
     return name, begin, score, scored, heavy, aside, aside_scores, states
+
+
+def _whole_planes(layout: OCSLayout) -> OCSLayout | None:
+    """The layout of one whole OCS per port (`OCSLayout.planes`) for a layout whose OCSes are smaller than its
+    planes (a spread or explicit fibre plan), when every accelerator has all its ports on OCSes: what
+    `near_moore` is built on before `structured.embedded` puts it on the smaller OCSes. Else None."""
+    n, p = layout.accelerators, layout.ports
+    if layout.is_uniform() or (layout.switch_of_port < 0).any() or p < 2:
+        return None
+    return OCSLayout.planes(n, p)
 
 
 def score_aside(problem: WiringProblem, aside: dict[str, Wiring], clock: float) -> tuple[dict, dict]:
