@@ -308,7 +308,10 @@ class Live:
 
     @staticmethod
     def _stop(H) -> None:
-        H.StopSearch() if hasattr(H, "StopSearch") else H.cancelSolve()
+        if hasattr(H, "StopSearch"):          # a CP-SAT solver
+            H.StopSearch()
+        else:                                 # a HiGHS model
+            H.cancelSolve()
 
     def add(self, H) -> None:
         if not hasattr(H, "StopSearch"):
