@@ -51,7 +51,7 @@ from synth.problem import EXACT_ROUTING_MAX, WiringProblem
 from synth.routing import Beside
 
 from . import baselines, fibre_plan
-from .structured import EMBED_S, embedded, heavy_pairs, hub_mask, near_moore, placed, relay_hubs
+from .structured import EMBED_S, embedded, heavy_pairs, hub_mask, near_moore, placed, relabelled, relay_hubs
 from .vees import relay_vees
 from .bounds import LP_BOUND_MAX, ProblemCache, best_bound, final_bound, instant_bound
 
@@ -894,8 +894,10 @@ def _prepare(problem: WiringProblem, params: SolveParams, shape: WiringProblem, 
             geometric = placed(geometric, problem.traffic.bytes_, params.seed,
                                time_limit_s=PLACE_SHARE * params.time_limit_s)
         if whole is not None:
-            geometric = embedded(geometric, problem.layout, params.seed,
-                                 min(EMBED_S, EMBED_SHARE * params.time_limit_s))
+            clock = min(EMBED_S, EMBED_SHARE * params.time_limit_s)
+            if _near_uniform(problem.traffic.bytes_):       # every relabelling keeps the demand: pick one that fits
+                geometric = relabelled(geometric, problem.layout, params.seed, clock)
+            geometric = embedded(geometric, problem.layout, params.seed, clock)
     if geometric is not None:
         (cands if _near_uniform(problem.traffic.bytes_) else aside)["near-moore"] = baselines.impose(geometric, fixed)
     hubs = relay_hubs(t, problem.layout, params.seed, HUB_TRIES)
