@@ -876,7 +876,8 @@ def _prepare(problem: WiringProblem, params: SolveParams, shape: WiringProblem, 
     fixed, t = problem.fixed_circuits, problem.traffic.bytes_
     # greedy too, except on a near-uniform all-to-all (every pair alike: greedy's order is arbitrary, and on
     # moe5t-576 it takes 4.6 s); under the direct policy the only start built to give every demand a circuit
-    greedy = problem.policy == "direct" or not _near_uniform(t)
+    uniform = _near_uniform(t)
+    greedy = problem.policy == "direct" or not uniform
     for name in ("expander", "topoopt") + (("greedy",) if greedy else ()):
         cands[name] = baseline_wiring(problem, name, params.seed)
     # whole alternatives, scored exactly but not searched (`aside`): relay hubs, where the hop-count proxy
@@ -890,16 +891,15 @@ def _prepare(problem: WiringProblem, params: SolveParams, shape: WiringProblem, 
     if whole is not None:       # planes split over smaller OCSes: built on whole planes, then as much as fits
         geometric = near_moore(whole, params.seed)
     if geometric is not None:
-        if not _near_uniform(problem.traffic.bytes_):  # where the heavier accelerators sit decides its busiest links
-            geometric = placed(geometric, problem.traffic.bytes_, params.seed,
-                               time_limit_s=PLACE_SHARE * params.time_limit_s)
+        if not uniform:         # where the heavier accelerators sit decides its busiest links
+            geometric = placed(geometric, t, params.seed, time_limit_s=PLACE_SHARE * params.time_limit_s)
         if whole is not None:
             clock = min(EMBED_S, EMBED_SHARE * params.time_limit_s)
-            if _near_uniform(problem.traffic.bytes_):       # every relabelling keeps the demand: pick one that fits
+            if uniform:         # every relabelling keeps the demand: pick one that fits the OCSes
                 geometric = relabelled(geometric, problem.layout, params.seed, clock)
             geometric = embedded(geometric, problem.layout, params.seed, clock)
     if geometric is not None:
-        (cands if _near_uniform(problem.traffic.bytes_) else aside)["near-moore"] = baselines.impose(geometric, fixed)
+        (cands if uniform else aside)["near-moore"] = baselines.impose(geometric, fixed)
     hubs = relay_hubs(t, problem.layout, params.seed, HUB_TRIES)
     if hubs is not None:
         aside["relay hubs"] = baselines.impose(hubs, fixed)

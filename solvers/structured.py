@@ -717,8 +717,13 @@ def placed(wiring: Wiring, demand: np.ndarray, seed: int = 0, tries: int = PLACE
             cur, perm, F, L, S = v, q, F2, L2, S2
     if (perm == np.arange(n)).all():
         return wiring
+    return _renamed(wiring, perm)
+
+
+def _renamed(wiring: Wiring, perm: np.ndarray) -> Wiring:
+    """`wiring` with accelerator v renamed perm[v]: every circuit on its switch and ports."""
     circuits = tuple(Circuit(c.switch, int(perm[c.a]), c.a_port, int(perm[c.b]), c.b_port) for c in wiring.circuits)
-    return Wiring(n, wiring.ports_per_accelerator, circuits, wiring.layout)
+    return Wiring(wiring.accelerators, wiring.ports_per_accelerator, circuits, wiring.layout)
 
 
 EMBED_S = 5.0         # `embedded`'s model: its clock at most (kimi-k2-288 on 96-port OCSes: its best within 0.5 s)
@@ -739,11 +744,9 @@ def relabelled(wiring: Wiring, layout: OCSLayout, seed: int = 0, time_limit_s: f
     reach = (layout.capacity > 0).astype(np.int32)
     shared = np.minimum(reach @ reach.T, RELABEL_CAP)      # OCSes two accelerators both reach, capped
     u, v = arr[:, 1], arr[:, 3]
-    at = [[] for _ in range(n)]                             # circuits at each vertex
-    for i, (x, y) in enumerate(zip(u.tolist(), v.tolist())):
-        at[x].append(i)
-        at[y].append(i)
-    at = [np.array(c, dtype=np.int64) for c in at]
+    ends = np.concatenate([u, v])                           # the circuits at each vertex
+    at = np.split(np.tile(np.arange(len(arr)), 2)[np.argsort(ends, kind="stable")],
+                  np.cumsum(np.bincount(ends, minlength=n))[:-1])
     lab = np.arange(n)                                      # vertex -> accelerator
     rng = np.random.default_rng(seed)
     end = time.perf_counter() + time_limit_s
@@ -756,8 +759,7 @@ def relabelled(wiring: Wiring, layout: OCSLayout, seed: int = 0, time_limit_s: f
             lab[x], lab[y] = lab[y], lab[x]
             if shared[lab[u[es]], lab[v[es]]].sum() < before:
                 lab[x], lab[y] = lab[y], lab[x]
-    circuits = tuple(Circuit(c.switch, int(lab[c.a]), c.a_port, int(lab[c.b]), c.b_port) for c in wiring.circuits)
-    return Wiring(n, wiring.ports_per_accelerator, circuits, wiring.layout)
+    return _renamed(wiring, lab)
 
 
 def embedded(wiring: Wiring, layout: OCSLayout, seed: int = 0, time_limit_s: float = EMBED_S) -> Wiring | None:
