@@ -730,13 +730,16 @@ EMBED_S = 5.0         # `embedded`'s model: its clock at most (kimi-k2-288 on 96
 
 
 RELABEL_CAP = 3       # `relabelled`: OCSes shared by a circuit's ends counted up to this
+RELABEL_DRAWS = 300_000   # ... and its swaps drawn (moe5t-576 on 64-port OCSes: about 3 s), the clock a cap only
 
 
-def relabelled(wiring: Wiring, layout: OCSLayout, seed: int = 0, time_limit_s: float = 3.0) -> Wiring:
+def relabelled(wiring: Wiring, layout: OCSLayout, seed: int = 0, time_limit_s: float = 3.0,
+               draws: int = RELABEL_DRAWS) -> Wiring:
     """`wiring` (on whole planes, every accelerator alike) with its accelerators relabelled so that more of its
     circuits can sit on `layout`'s smaller OCSes (`embedded`): a swap search over which accelerator sits at
     which vertex, raising the sum over circuits of the OCSes both ends reach (up to RELABEL_CAP: a circuit
-    with more choices is not harder to place). Only for demand every relabelling keeps (a near-uniform
+    with more choices is not harder to place), `draws` swaps drawn from `seed` (the same seed, the same labels,
+    unless `time_limit_s` stops it first). Only for demand every relabelling keeps (a near-uniform
     all-to-all). moe5t-576's biaffine plane on 64-port OCSes (nine per plane): 3,623 of 5,182 circuits kept
     as built, 4,134 relabelled for 3 s (BENCHMARKS.md)."""
     n = layout.accelerators
@@ -750,8 +753,10 @@ def relabelled(wiring: Wiring, layout: OCSLayout, seed: int = 0, time_limit_s: f
     lab = np.arange(n)                                      # vertex -> accelerator
     rng = np.random.default_rng(seed)
     end = time.perf_counter() + time_limit_s
-    while time.perf_counter() < end:
-        for x, y in rng.integers(n, size=(256, 2)).tolist():   # a batch of draws between clock checks
+    for batch in range(0, draws, 256):                      # a batch of draws between clock checks
+        if time.perf_counter() > end:
+            break
+        for x, y in rng.integers(n, size=(min(256, draws - batch), 2)).tolist():
             if x == y:
                 continue
             es = np.union1d(at[x], at[y])

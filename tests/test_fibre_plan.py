@@ -267,3 +267,13 @@ def test_relabelling_the_near_moore_graph_fits_more_of_it_on_split_planes(n, por
                 out += 1
         return out
     assert kept(r) > kept(g) + 0.03 * len(g.circuits)
+
+
+def test_relabelling_is_repeatable_under_its_draw_budget():
+    """The same seed and draw budget give the same labels however fast the machine (the clock only caps it):
+    the swap search used to run until its clock, so two runs of one seed drew different numbers of swaps."""
+    from solvers.structured import near_moore, relabelled
+    g = near_moore(OCSLayout.planes(57, 8), 0)
+    lay = OCSLayout.planes(57, 8, 20)
+    a, b = (relabelled(g, lay, 3, time_limit_s=60.0, draws=5000) for _ in range(2))
+    assert a.circuits == b.circuits and a.circuits != g.circuits
