@@ -51,7 +51,7 @@ from synth.problem import EXACT_ROUTING_MAX, WiringProblem
 from synth.routing import Beside
 
 from . import baselines, fibre_plan
-from .structured import EMBED_S, embedded, heavy_pairs, hub_mask, near_moore, placed, relabelled, relay_hubs
+from .structured import MOST_S, embedded, heavy_pairs, hub_mask, near_moore, placed, relabelled, relay_hubs
 from .vees import relay_vees
 from .bounds import LP_BOUND_MAX, ProblemCache, best_bound, final_bound, instant_bound
 
@@ -64,7 +64,7 @@ RIVAL_CLOSE = 0.03     # wirings scored beside the search this close to the best
 QUICK_SHARE = 0.04    # of the time limit, for ranking two searched wirings by a short routing
 MIN_SCORE_S = 0.5     # the shortest clock a wiring is scored on (ECMP first, then the multi-path routing)
 PLACE_SHARE = 0.1     # of the time limit at most, for placing skewed demand on the near-Moore wiring
-EMBED_SHARE = 0.05    # ... and for putting it on OCSes smaller than its planes (`structured.embedded`, EMBED_S at most)
+EMBED_SHARE = 0.05    # ... and for putting it on OCSes smaller than its planes (`structured.embedded`, MOST_S at most)
 VEE_SHARE = 0.2       # of the time limit at most, for the relay V's: three k's built and ranked, one coloured (deepseek-v3-144 TP 4: 10 s)
 UNIFORM_CV = 0.1       # demand spread up to which the geometric near-Moore starts are offered (_near_uniform)
 SCORED_STARTS_MAX = 256   # accelerators up to which the search's starts are ranked by a routing, beyond by byte-hops
@@ -878,7 +878,7 @@ def _prepare(problem: WiringProblem, params: SolveParams, shape: WiringProblem, 
     # moe5t-576 it takes 4.6 s); under the direct policy the only start built to give every demand a circuit
     uniform = _near_uniform(t)
     greedy = problem.policy == "direct" or not uniform
-    for name in ("expander", "topoopt") + (("greedy",) if greedy else ()):
+    for name in ("expander", "topoopt", "torus") + (("greedy",) if greedy else ()):
         cands[name] = baseline_wiring(problem, name, params.seed)
     # whole alternatives, scored exactly but not searched (`aside`): relay hubs, where the hop-count proxy
     # only moves hub circuits onto busy pairs (pd-96: 0.00391 s start, 0.00397-0.00407 s after the moves),
@@ -894,7 +894,7 @@ def _prepare(problem: WiringProblem, params: SolveParams, shape: WiringProblem, 
         if not uniform:         # where the heavier accelerators sit decides its busiest links
             geometric = placed(geometric, t, params.seed, time_limit_s=PLACE_SHARE * params.time_limit_s)
         if whole is not None:
-            clock = min(EMBED_S, EMBED_SHARE * params.time_limit_s)
+            clock = min(MOST_S, EMBED_SHARE * params.time_limit_s)
             if uniform:         # every relabelling keeps the demand: pick one that fits the OCSes
                 geometric = relabelled(geometric, problem.layout, params.seed, clock)
             geometric = embedded(geometric, problem.layout, params.seed, clock)
@@ -1117,7 +1117,8 @@ def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResu
             else:
                 tries = {("lp-relaxation" if problem.accelerators <= LP_BOUND_MAX else "rounding"):
                          baselines.impose(_lp_round(problem, params), problem.fixed_circuits)}
-            tries.update({k: baseline_wiring(problem, k, params.seed) for k in ("greedy", "topoopt", "expander")})
+            tries.update({k: baseline_wiring(problem, k, params.seed)
+                          for k in ("greedy", "topoopt", "expander", "torus")})
             if cover is not None:
                 tries["direct cover"] = cover
             served = {k: w for k, w in tries.items() if _serves(problem, w)} or {"expander": tries["expander"]}

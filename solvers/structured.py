@@ -50,6 +50,7 @@ import numpy as np
 
 from synth.model import Circuit, OCSLayout, Wiring
 from synth.realize import assign_ports
+from .colouring import MOST_S, most_on_switches
 
 MAX_REMOVED_PER_Q = 2     # remove at most 2q of the 2q^2 vertices: beyond that the geometry is mostly gone
 MAX_ADDED_SHARE = 1.0    # the polarity graph grown by up to this share of its vertices (`_grown`)
@@ -726,9 +727,6 @@ def _renamed(wiring: Wiring, perm: np.ndarray) -> Wiring:
     return Wiring(wiring.accelerators, wiring.ports_per_accelerator, circuits, wiring.layout)
 
 
-EMBED_S = 5.0         # `embedded`'s model: its clock at most (kimi-k2-288 on 96-port OCSes: its best within 0.5 s)
-
-
 RELABEL_CAP = 3       # `relabelled`: OCSes shared by a circuit's ends counted up to this
 RELABEL_DRAWS = 300_000   # ... and its swaps drawn (moe5t-576 on 64-port OCSes: about 3 s), the clock a cap only
 
@@ -767,78 +765,29 @@ def relabelled(wiring: Wiring, layout: OCSLayout, seed: int = 0, time_limit_s: f
     return _renamed(wiring, lab)
 
 
-def embedded(wiring: Wiring, layout: OCSLayout, seed: int = 0, time_limit_s: float = EMBED_S) -> Wiring | None:
+def embedded(wiring: Wiring, layout: OCSLayout, seed: int = 0, time_limit_s: float = MOST_S) -> Wiring | None:
     """`wiring` (built on whole planes, e.g. `near_moore`'s) on `layout`, whose planes are split over smaller
-    OCSes: a circuit (a, b) can sit only on an OCS both a and b reach, with a port free at each, and each OCS
-    holds at most radix / 2. As many of the wiring's circuits as fit are kept, the rest of the ports paired at
-    random per OCS (`seed`) and the components joined. Which circuits to keep is a b-matching of circuits onto
-    OCSes: a HiGHS MIP (one column per circuit and OCS it may take, one row per circuit, per accelerator and
-    OCS, per OCS) from a greedy start (circuits with the fewest OCSes first), stopped after `time_limit_s`.
-    kimi-k2-288's placed polarity graph on 96-port OCSes (three per plane): 2,445 of its 2,592 circuits kept
-    (the greedy start 2,090), the wiring 0.0012407 s as built, where the search's answer on that plan was
-    0.0012796 s (BENCHMARKS.md). None when nothing fits or the wiring has another number of accelerators."""
-    import highspy
-    import scipy.sparse as sps
-
-    from synth.formats import quiet_stdout
-
+    OCSes: as many of the wiring's circuits as fit are kept (`colouring.most_on_switches`, `time_limit_s`),
+    the rest of the ports paired at random per OCS (`seed`) and the components joined. kimi-k2-288's placed
+    polarity graph on 96-port OCSes (three per plane): 2,445 of its 2,592 circuits kept (the greedy start
+    2,090), the wiring 0.0012407 s as built, where the search's answer on that plan was 0.0012796 s
+    (BENCHMARKS.md). None when nothing fits or the wiring has another number of accelerators."""
     from .baselines import connect, pair_leftovers
     n = layout.accelerators
     arr = wiring.circuit_array
     if wiring.accelerators != n or not len(arr):
         return None
     a, b = arr[:, 1], arr[:, 3]
-    cap = layout.capacity                                   # ports of each accelerator on each OCS
-    radix = np.asarray(layout.switch_radix, dtype=np.int64) // 2
-    ok = (cap[a] > 0) & (cap[b] > 0)                        # circuit x OCS: both ends reach it
-    E, S = np.nonzero(ok)
-    if not len(E):
+    on = most_on_switches(layout, a, b, seed, time_limit_s)
+    keep_e = np.flatnonzero(on >= 0)
+    if not len(keep_e):
         return None
-    # the greedy start: circuits with the fewest OCSes first, each on the one with the most ports left at its ends
-    free, made = cap.copy(), np.zeros(layout.switches, dtype=np.int64)
-    start = np.full(len(arr), -1, dtype=np.int64)
-    rng = np.random.default_rng(seed)
-    for e in np.lexsort((rng.random(len(arr)), ok.sum(axis=1))).tolist():
-        room = np.minimum(free[a[e]], free[b[e]]) * (made < radix)
-        if room.max() > 0:
-            s = int(np.argmax(room + rng.random(room.size) * 0.5 * (room > 0)))
-            start[e] = s
-            free[a[e], s] -= 1
-            free[b[e], s] -= 1
-            made[s] += 1
-    m = len(E)
-    col = np.arange(m)
-    # rows: one per circuit (at most one OCS), per (accelerator, OCS) (its ports there), per OCS (radix / 2)
-    rows = np.concatenate([E, len(arr) + a[E] * layout.switches + S, len(arr) + b[E] * layout.switches + S,
-                           len(arr) + n * layout.switches + S])
-    A = sps.csc_matrix((np.ones(4 * m), (rows, np.tile(col, 4))), shape=(len(arr) + (n + 1) * layout.switches, m))
-    upper = np.concatenate([np.ones(len(arr)), cap.ravel(), radix]).astype(np.float64)
-    with quiet_stdout():                                   # HiGHS's banner, at a process's first model
-        H = highspy.Highs()
-    H.setOptionValue("output_flag", False)
-    H.setOptionValue("time_limit", float(max(0.1, time_limit_s)))
-    H.setOptionValue("random_seed", int(seed))
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = m, A.shape[0]
-    lp.col_cost_ = -np.ones(m)
-    lp.col_lower_, lp.col_upper_ = np.zeros(m), np.ones(m)
-    lp.row_lower_, lp.row_upper_ = np.full(A.shape[0], -highspy.kHighsInf), upper
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = A.indptr, A.indices, A.data
-    lp.integrality_ = [highspy.HighsVarType.kInteger] * m
-    H.passModel(lp)
-    sol = highspy.HighsSolution()
-    sol.col_value = (start[E] == S).astype(np.float64).tolist()
-    sol.value_valid = True
-    H.setSolution(sol)
-    H.run()
-    x = np.asarray(H.getSolution().col_value) > 0.5 if H.getInfo().primal_solution_status == 2 else None
-    if x is None or x.sum() < (start >= 0).sum():          # the MIP found nothing better than its start
-        x = start[E] == S
-    keep_e, keep_s = E[x], S[x]
-    free, made = cap.copy(), np.bincount(keep_s, minlength=layout.switches)
+    keep_s = on[keep_e]
+    radix = np.asarray(layout.switch_radix, dtype=np.int64) // 2
+    free, made = layout.capacity.copy(), np.bincount(keep_s, minlength=layout.switches)
     np.subtract.at(free, (a[keep_e], keep_s), 1)
     np.subtract.at(free, (b[keep_e], keep_s), 1)
+    rng = np.random.default_rng(seed)
     rest = pair_leftovers(free, made, radix, rng)
     pairs = list(zip(a[keep_e].tolist(), b[keep_e].tolist())) + [(u, v) for _, u, v in rest]
     switch_of = keep_s.tolist() + [s for s, _, _ in rest]

@@ -3,6 +3,7 @@ import json
 import math
 import re
 import time
+from collections import Counter
 from dataclasses import replace
 
 import networkx as nx
@@ -789,8 +790,8 @@ def test_cli_switch_radix_below_the_accelerators_splits_the_planes(tmp_path):
                             "-o", str(tmp_path / "b.json"), "--solver", "greedy", "--baselines", "--time-limit", "5")
     lines = {ln.split()[1]: ln for ln in stdout.splitlines() if ln.startswith("  baseline ")}
     assert code == 0 and set(lines) == {"expander", "torus", "topoopt"}, (stdout, err)
-    assert "objective" in lines["expander"] and "inf" not in stdout    # an unserved demand is said in words:
-    assert "no wiring that serves every demand on these switches" in lines["torus"]    # torus pairs apart here
+    assert "objective" in lines["expander"] and "inf" not in stdout
+    assert "objective" in lines["torus"]     # as much of the torus as the switches hold (none before: pairs apart)
     tables = sorted(xc.glob("switch-*.csv"))
     assert len(tables) == 9
     for t in tables:
@@ -1591,6 +1592,51 @@ def test_topoopt_colours_itself_with_every_port_used():
     lay = OCSLayout.uniform(64, 8)
     w = topoopt(t, lay)
     assert not wiring_violations(w) and (w.degree() == 8).all()
+
+
+def _most_by_cpsat(layout, pairs) -> int:
+    """The most of `pairs` the switches of `layout` hold, by CP-SAT (a check on `most_on_switches`)."""
+    from ortools.sat.python import cp_model
+    m, cap, on_s = cp_model.CpModel(), layout.capacity, {}
+    xs = []
+    for a, b in pairs:
+        x = {s: m.NewBoolVar("") for s in np.flatnonzero((cap[a] > 0) & (cap[b] > 0)).tolist()}
+        m.Add(sum(x.values()) <= 1)
+        xs += list(x.values())
+        for s, v in x.items():
+            on_s.setdefault((a, s), []).append(v)
+            on_s.setdefault((b, s), []).append(v)
+            on_s.setdefault(("radix", s), []).append(v)
+    for (a, s), vs in on_s.items():
+        m.Add(sum(vs) <= (layout.switch_radix[s] // 2 if a == "radix" else int(cap[a, s])))
+    m.Maximize(sum(xs))
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 2
+    assert solver.Solve(m) == cp_model.OPTIMAL
+    return round(solver.ObjectiveValue())
+
+
+@pytest.mark.parametrize("n, ports, radix", [(24, 6, 8), (36, 6, 12), (48, 4, 16)])
+def test_the_torus_on_split_planes_keeps_the_most_of_its_circuits_the_switches_hold(n, ports, radix):
+    """Planes split over smaller OCSes hold no whole torus (a neighbour pair shares an OCS on few planes). The
+    pairs that did not colour were dropped from the end of the list until the rest coloured, which left
+    accelerators with no circuit, and `wire --solver torus` had no answer (kimi-k2-288 on 96-port OCSes: 738
+    of 2,592 circuits). Now `most_on_switches` keeps as many as the switches hold (CP-SAT's maximum here, on
+    every case: a test that fails on a greedy count), the other ports are paired, and the wiring serves."""
+    from solvers.baselines import torus3d, torus_dims
+    from solvers.colouring import most_on_switches
+    whole, lay = OCSLayout.planes(n, ports), OCSLayout.planes(n, ports, radix)
+    full = torus3d(whole, torus_dims(n, ports))
+    arr = full.circuit_array
+    on = most_on_switches(lay, arr[:, 1], arr[:, 3])
+    assert (on >= 0).sum() == _most_by_cpsat(lay, arr[:, [1, 3]].tolist()) < len(arr)
+    w = torus3d(lay, torus_dims(n, ports))
+    assert not wiring_violations(w) and (w.degree() == ports).all()
+    kept = Counter(map(tuple, np.sort(arr[:, [1, 3]], axis=1).tolist())) & \
+        Counter(map(tuple, np.sort(w.circuit_array[:, [1, 3]], axis=1).tolist()))
+    assert sum(kept.values()) >= (on >= 0).sum() - 2 * n        # the joins may move a few
+    p = WiringProblem(TrafficMatrix(np.where(np.eye(n), 0, 1e6)), lay, 800.0)
+    assert np.isfinite(wire(p, "torus").objective)
 
 
 def test_ctrl_c_during_a_probe_keeps_the_first_round(monkeypatch):
@@ -2576,10 +2622,14 @@ def test_lp_round_drops_pairs_that_do_not_colour_by_bisection(monkeypatch):
 def test_lp_round_beyond_the_lp_starts_from_heavy_pairs_only_when_they_score_best():
     """Beyond 40 accelerators lp-round started from the heavy pairs' wiring, pinned, whatever the baselines
     scored: 45 accelerators in two phases, heavy pairs 0.00572 s, TopoOpt-style 0.00351 s (lp-round ended at
-    0.00224 s, the search from TopoOpt-style at 0.00138). Now the best of them starts."""
-    p = _sweep_case(9, (20, 80), True)
-    res = wire(p, "lp-round", SolveParams(time_limit_s=10, max_moves=50))
-    assert res.extra["start"] == "topoopt" and not wiring_violations(res.artifact)
+    0.00224 s, the search from TopoOpt-style at 0.00138). Now the best of them starts. (That instance's
+    TopoOpt-style is now realized as much as its switches hold, not mostly paired at random, and scores behind
+    the heavy pairs; on this one, 48 accelerators on 4 ports, greedy 0.00159 s starts, the heavy pairs 0.00174.)"""
+    p = _sweep_case(1, (20, 80), True)
+    said: list = []
+    res = wire(p, "lp-round", SolveParams(time_limit_s=10, max_moves=50, progress=said.append))
+    assert any(m.startswith("starts:") and "heavy pairs" in m for m in said), said
+    assert res.extra["start"] == "greedy" and not wiring_violations(res.artifact)
 
 
 def test_auto_routing_holds_its_clock_up_to_exact_routing_max(monkeypatch):
