@@ -61,6 +61,8 @@ def test_check_case_semantics():
     assert "beats the recorded optimum" in check_case(case, "FEASIBLE", 1.9)
     assert "below the recorded bound" in check_case({"bound": 1.5}, "FEASIBLE", 1.0)
     assert "worse than best known" in check_case({"bound": 1.0, "best_known": 1.1, "tolerance": 0.05}, "FEASIBLE", 1.3)
+    # a demand left unserved is no answer, a baseline's too (the torus on split planes was listed ok at 100%)
+    assert check_case(case, "FEASIBLE", float("inf"), baseline=True).startswith("no answer")
 
 
 def test_bad_suite_file(tmp_path):
