@@ -527,19 +527,20 @@ REALIZE_MOST_S = 1.0   # ... and the clock of the most that fit, where it does n
                        # 96-port OCSes 2,083 of 2,592 circuits, 2,109 at 5 s)
 
 
-def _realized(layout: OCSLayout, pairs: list[tuple[int, int]], seed: int) -> Wiring:
+def _realized(layout: OCSLayout, pairs: list[tuple[int, int]], seed: int, weight=None) -> Wiring:
     """The pairs as a wiring on the switches (edge colouring); where they do not all colour (a torus on planes
     split over smaller OCSes, an odd ring on too few switches, a layout with fewer ports here and there), as
     many of them as the switches hold (`colouring.most_on_switches`), the rest left out. Before, the last
     pairs were dropped until the rest coloured: the torus on kimi-k2-288's 96-port OCSes kept 738 of its
-    2,592 circuits and left accelerators with none, so `wire --solver torus` had no answer (2,083 now)."""
+    2,592 circuits and left accelerators with none, so `wire --solver torus` had no answer (2,083 now).
+    `weight` (per pair) makes it the most weight rather than the most pairs."""
     n, p = layout.accelerators, layout.ports
     try:      # a few restarts: on 60 random instances none coloured after the fourth
         return Wiring(n, p, realize(layout, pairs, seed=seed, restarts=REALIZE_RESTARTS), layout)
     except Infeasible:
         from .colouring import most_on_switches
         arr = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-        on = most_on_switches(layout, arr[:, 0], arr[:, 1], seed, REALIZE_MOST_S)
+        on = most_on_switches(layout, arr[:, 0], arr[:, 1], seed, REALIZE_MOST_S, weight)
         keep = np.flatnonzero(on >= 0)
         return Wiring(n, p, assign_ports(layout, arr[keep].tolist(), on[keep].tolist()), layout)
 

@@ -91,7 +91,7 @@ MOST_NODES = 2000     # ... and its branch-and-bound nodes: the budget that bind
 
 
 def most_on_switches(layout: OCSLayout, a: np.ndarray, b: np.ndarray, seed: int = 0,
-                     time_limit_s: float = MOST_S) -> np.ndarray:
+                     time_limit_s: float = MOST_S, weight: np.ndarray | None = None) -> np.ndarray:
     """The OCS of each circuit (a[e], b[e]) in as large a set of them as `layout` holds (-1: left out): a
     circuit can sit only on an OCS both ends reach, with a port free at each, and OCS s holds at most radix /
     2. A b-matching of circuits onto OCSes: a HiGHS MIP (one column per circuit and OCS it may take, one row
@@ -99,7 +99,9 @@ def most_on_switches(layout: OCSLayout, a: np.ndarray, b: np.ndarray, seed: int 
     each on the OCS with the most ports left at its ends; ties by `seed`), stopped after MOST_NODES nodes or
     `time_limit_s`. Where every circuit fits it is an edge colouring, as :func:`colour_or_proof`'s, but
     one that keeps the most where they do not (the whole 3D torus is no wiring of split planes: kimi-k2-288
-    on 96-port OCSes keeps 2,109 of its 2,592 circuits, the optimum, in 4 s; 2,083 at 1 s)."""
+    on 96-port OCSes keeps 2,109 of its 2,592 circuits, the optimum, in 4 s; 2,083 at 1 s). With `weight` (per
+    circuit, a pair's circuits alike) the MIP keeps the most weight instead: lp-round's rounding weighs its
+    heavier pairs, as dropping its smallest remainders first did."""
     import highspy
     import scipy.sparse as sps
 
@@ -131,6 +133,9 @@ def most_on_switches(layout: OCSLayout, a: np.ndarray, b: np.ndarray, seed: int 
     uniq, first, which, mult = np.unique(key, return_index=True, return_inverse=True, return_counts=True)
     P = len(uniq)
     pa, pb = a[first], b[first]
+    w = np.ones(P) if weight is None else np.zeros(P)
+    if weight is not None:
+        np.maximum.at(w, which, np.asarray(weight, dtype=np.float64))
     E, O = np.nonzero(ok[first])
     m = len(E)
     col = np.arange(m)
@@ -145,7 +150,7 @@ def most_on_switches(layout: OCSLayout, a: np.ndarray, b: np.ndarray, seed: int 
     H.setOptionValue("random_seed", int(seed))
     lp = highspy.HighsLp()
     lp.num_col_, lp.num_row_ = m, A.shape[0]
-    lp.col_cost_ = -np.ones(m)
+    lp.col_cost_ = -w[E]
     lp.col_lower_ = np.zeros(m)
     lp.col_upper_ = np.minimum(mult[E], np.minimum(cap[pa[E], O], cap[pb[E], O])).astype(np.float64)
     lp.row_lower_, lp.row_upper_ = np.full(A.shape[0], -highspy.kHighsInf), upper
@@ -162,7 +167,7 @@ def most_on_switches(layout: OCSLayout, a: np.ndarray, b: np.ndarray, seed: int 
     H.run()
     if H.getInfo().primal_solution_status == 2:
         x = np.rint(np.asarray(H.getSolution().col_value)).astype(np.int64)
-        if x.sum() > (out >= 0).sum():                     # better than its start: the pair's circuits in order
+        if w[E] @ x > w[which[out >= 0]].sum() + 1e-9:     # better than its start: the pair's circuits in order
             count = np.zeros((P, S), dtype=np.int64)
             count[E, O] = x
             per = count.sum(axis=1)

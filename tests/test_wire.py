@@ -1616,6 +1616,18 @@ def _most_by_cpsat(layout, pairs) -> int:
     return round(solver.ObjectiveValue())
 
 
+def test_most_on_switches_keeps_the_heavier_pair_where_the_count_ties():
+    """One OCS of radix 2 holds one circuit; (0, 1) and (1, 2) both want it. With weights the heavier stays,
+    whichever the greedy start took (its ties are drawn from the seed); lp-round weighs its pairs so."""
+    from solvers.colouring import most_on_switches
+    lay = OCSLayout(np.zeros((3, 1), dtype=np.int64), (2,))
+    a, b = np.array([0, 1]), np.array([1, 2])
+    for seed in range(6):
+        assert (most_on_switches(lay, a, b, seed) >= 0).sum() == 1
+        assert most_on_switches(lay, a, b, seed, weight=np.array([1.0, 1.5])).tolist() == [-1, 0]
+        assert most_on_switches(lay, a, b, seed, weight=np.array([1.5, 1.0])).tolist() == [0, -1]
+
+
 @pytest.mark.parametrize("n, ports, radix", [(24, 6, 8), (36, 6, 12), (48, 4, 16)])
 def test_the_torus_on_split_planes_keeps_the_most_of_its_circuits_the_switches_hold(n, ports, radix):
     """Planes split over smaller OCSes hold no whole torus (a neighbour pair shares an OCS on few planes). The
@@ -2600,10 +2612,11 @@ def test_the_wall_time_is_the_whole_solves(monkeypatch):
     assert res.wall_s >= time.perf_counter() - t - 0.05 and res.artifact.solve["wall_s"] == round(res.wall_s, 3)
 
 
-def test_lp_round_drops_pairs_that_do_not_colour_by_bisection(monkeypatch):
+def test_lp_round_keeps_the_pairs_that_colour_in_few_colourings(monkeypatch):
     """The rounding's pairs that do not colour were dropped one at a time, each try with 64 colouring
     restarts: 4,123 colourings and 35 s of a 3 s lp-round on 22 accelerators of a scattered layout (two
-    phases, three fixed circuits). Now the same rounding colours in a few dozen."""
+    phases, three fixed circuits). Then by bisection on how many to drop; now the most that the switches hold
+    (`most_on_switches`) once the colouring fails. Either way a few dozen colourings."""
     import synth.realize as realize_mod
     from solvers import _lp_round, baseline_wiring
     p0 = _sweep_case(5, (8, 30), True)
