@@ -531,7 +531,7 @@ def _realized(layout: OCSLayout, pairs: list[tuple[int, int]], seed: int, weight
     """The pairs as a wiring on the switches (edge colouring); where they do not all colour (a torus on planes
     split over smaller OCSes, an odd ring on too few switches, a layout with fewer ports here and there), as
     many of them as the switches hold (`colouring.most_on_switches`), the rest left out. Before, the last
-    pairs were dropped until the rest coloured: the torus on kimi-k2-288's 96-port OCSes kept 738 of its
+    pairs were dropped until the rest coloured: the torus on kimi-k2-288's 96-port OCSes kept 260 of its
     2,592 circuits and left accelerators with none, so `wire --solver torus` had no answer (2,083 now).
     `weight` (per pair) makes it the most weight rather than the most pairs."""
     n, p = layout.accelerators, layout.ports

@@ -86,16 +86,17 @@ def colour_or_proof(layout: OCSLayout, pairs, time_limit_s: float = 30.0, seed: 
 
 MOST_S = 5.0          # `most_on_switches`: its clock at most (kimi-k2-288's placed polarity graph on 96-port OCSes:
                       # its best within 0.5 s)
-MOST_NODES = 2000     # ... and its branch-and-bound nodes: the budget that binds on a normal machine, so one seed
-                      # keeps the same circuits (the clock only caps a slow one)
+MOST_NODES = 2000     # ... and its branch-and-bound nodes. On the large plans the clock binds first, inside the root
+                      # (TopoOpt-style and the relabelled biaffine plane: the root LP unsolved at 40 s), so the count
+                      # can vary with the machine's speed; it did not between 0.5 and 5 s on the plans measured
 
 
 def most_on_switches(layout: OCSLayout, a: np.ndarray, b: np.ndarray, seed: int = 0,
                      time_limit_s: float = MOST_S, weight: np.ndarray | None = None) -> np.ndarray:
     """The OCS of each circuit (a[e], b[e]) in as large a set of them as `layout` holds (-1: left out): a
     circuit can sit only on an OCS both ends reach, with a port free at each, and OCS s holds at most radix /
-    2. A b-matching of circuits onto OCSes: a HiGHS MIP (one column per circuit and OCS it may take, one row
-    per circuit, per accelerator and OCS, per OCS) from a greedy start (circuits with the fewest OCSes first,
+    2. A b-matching of circuits onto OCSes: a HiGHS MIP (one integer column per distinct pair and OCS it may
+    take, one row per pair, per accelerator and OCS, per OCS) from a greedy start (circuits with the fewest OCSes first,
     each on the OCS with the most ports left at its ends; ties by `seed`), stopped after MOST_NODES nodes or
     `time_limit_s`. Where every circuit fits it is an edge colouring, as :func:`colour_or_proof`'s, but
     one that keeps the most where they do not (the whole 3D torus is no wiring of split planes: kimi-k2-288
@@ -178,4 +179,3 @@ def most_on_switches(layout: OCSLayout, a: np.ndarray, b: np.ndarray, seed: int 
             out[:] = -1
             out[order[taken]] = ocs[(np.cumsum(per) - per)[which[order[taken]]] + rank[taken]]
     return out
-

@@ -1632,7 +1632,7 @@ def test_most_on_switches_keeps_the_heavier_pair_where_the_count_ties():
 def test_the_torus_on_split_planes_keeps_the_most_of_its_circuits_the_switches_hold(n, ports, radix):
     """Planes split over smaller OCSes hold no whole torus (a neighbour pair shares an OCS on few planes). The
     pairs that did not colour were dropped from the end of the list until the rest coloured, which left
-    accelerators with no circuit, and `wire --solver torus` had no answer (kimi-k2-288 on 96-port OCSes: 738
+    accelerators with no circuit, and `wire --solver torus` had no answer (kimi-k2-288 on 96-port OCSes: 260
     of 2,592 circuits). Now `most_on_switches` keeps as many as the switches hold (CP-SAT's maximum here, on
     every case: a test that fails on a greedy count), the other ports are paired, and the wiring serves."""
     from solvers.baselines import torus3d, torus_dims
