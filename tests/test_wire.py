@@ -1644,6 +1644,7 @@ def test_the_torus_on_split_planes_keeps_the_most_of_its_circuits_the_switches_h
     assert (on >= 0).sum() == _most_by_cpsat(lay, arr[:, [1, 3]].tolist()) < len(arr)
     w = torus3d(lay, torus_dims(n, ports))
     assert not wiring_violations(w) and (w.degree() == ports).all()
+    assert torus3d(lay, torus_dims(n, ports)).circuits == w.circuits      # the same seed, the same circuits
     kept = Counter(map(tuple, np.sort(arr[:, [1, 3]], axis=1).tolist())) & \
         Counter(map(tuple, np.sort(w.circuit_array[:, [1, 3]], axis=1).tolist()))
     assert sum(kept.values()) >= (on >= 0).sum() - 2 * n        # the joins may move a few
