@@ -132,6 +132,13 @@ def baseline_wiring(problem: WiringProblem, name: str, seed: int = 0) -> Wiring:
     accelerators TopoOpt-style on the ports 8 fixed circuits leave took 128 s to colour). Built once per problem, kind
     and seed (`_BASELINES`): a solve asks for them several times (the search's starts, the exact models' starts,
     the direct policy's check), and on a 2-port layout with one switch per port TopoOpt-style took 2 s each time."""
+    return _baseline_built(problem, name, seed)[0]
+
+
+def _baseline_built(problem: WiringProblem, name: str, seed: int) -> tuple[Wiring, dict]:
+    """(`baseline_wiring`, what its answer says beside the wiring: `structure`, where the switches did not
+    hold the torus's or TopoOpt-style's circuits all, {"circuits": the structure's, "kept": those the wiring
+    has}; the other circuits are its left ports paired at random)."""
     memo = _BASELINES.setdefault(problem, {})
     if (name, seed) not in memo:
         memo[(name, seed)] = _baseline_wiring(problem, name, seed)
@@ -141,19 +148,23 @@ def baseline_wiring(problem: WiringProblem, name: str, seed: int = 0) -> Wiring:
 _BASELINES = ProblemCache(8)
 
 
-def _baseline_wiring(problem: WiringProblem, name: str, seed: int) -> Wiring:
+def _baseline_wiring(problem: WiringProblem, name: str, seed: int) -> tuple[Wiring, dict]:
     t, lay, fixed = problem.traffic.bytes_, problem.layout, problem.fixed_circuits
     direct = problem.policy == "direct"
     if name == "expander":
-        return baselines.around(fixed, lay, lambda rest: baselines.expander(rest, seed))
+        return baselines.around(fixed, lay, lambda rest: baselines.expander(rest, seed)), {}
     if name == "greedy":
-        return baselines.around(fixed, lay, lambda rest: baselines.greedy(t, rest, seed, direct), join=not direct)
+        return baselines.around(fixed, lay, lambda rest: baselines.greedy(t, rest, seed, direct), join=not direct), {}
     if name == "topoopt":
-        return baselines.impose(baselines.topoopt(t, lay, seed), fixed)
-    if name == "torus":
+        structure = baselines.topoopt_pairs(t, lay)
+        w, pairs = baselines.impose(baselines.topoopt(t, lay, seed, structure=structure), fixed), structure[0]
+    elif name == "torus":
         dims = baselines.torus_dims(problem.accelerators, int(lay.capacity.sum(axis=1).min()))
-        return baselines.impose(baselines.torus3d(lay, dims, seed), fixed)
-    raise InvalidInput(f"unknown baseline {name!r}; valid: {', '.join(BASELINES)}", field="solver")
+        w, pairs = baselines.impose(baselines.torus3d(lay, dims, seed), fixed), baselines.torus_pairs(lay, dims)
+    else:
+        raise InvalidInput(f"unknown baseline {name!r}; valid: {', '.join(BASELINES)}", field="solver")
+    kept = baselines.pairs_held(w, pairs)
+    return w, ({"structure": {"circuits": len(pairs), "kept": kept}} if kept < len(pairs) else {})
 
 
 COVER_SHARE = 0.1      # of the time limit (at most COVER_MAX_S), for the direct policy's cover (direct_cover)
@@ -186,7 +197,8 @@ def direct_cover(problem: WiringProblem, seed: int = 0, time_limit_s: float = CO
 def baseline(problem: WiringProblem, name: str, params: SolveParams = SolveParams()) -> SolveResult:
     """The baseline `name` (:func:`baseline_wiring`), scored and bounded."""
     t0 = time.perf_counter()
-    return _result(problem, name, baseline_wiring(problem, name, params.seed), params, t0)
+    w, said = _baseline_built(problem, name, params.seed)
+    return _result(problem, name, w, params, t0, extra=said)
 
 
 def _lp_share(solver: str) -> float:

@@ -46,12 +46,18 @@ def expander(layout: OCSLayout, seed: int = 0) -> Wiring:
 
 
 def torus3d(layout: OCSLayout, dims: tuple[int, ...], seed: int = 0) -> Wiring:
-    """A torus with the given dimensions as circuits: each dimension of size > 1 gets an even share of the
-    ports (2 * (p // 2D), the remainder two at a time to the first dimensions; p the OCS ports every
-    accelerator has), half to each direction (a dimension of size 2 gives both halves to its one neighbour);
-    realized by edge colouring (where the layout does not hold it all, as much of it as it holds, the ports
-    left paired at random: `_realized`; a port the even split leaves over, as the third of three on a ring,
-    stays dark where the whole torus fits)."""
+    """A torus with the given dimensions as circuits (`torus_pairs`), realized by edge colouring (where the
+    layout does not hold it all, as much of it as it holds, the ports left paired at random: `_realized`; a
+    port the even split leaves over, as the third of three on a ring, stays dark where the whole torus fits)."""
+    pairs = torus_pairs(layout, dims)
+    w = _realized(layout, pairs, seed)
+    return connect(fill_spare_ports(w, seed) if len(w.circuits) < len(pairs) else w)
+
+
+def torus_pairs(layout: OCSLayout, dims: tuple[int, ...]) -> list[tuple[int, int]]:
+    """The torus's circuits as accelerator pairs: each dimension of size > 1 gets an even share of the ports
+    (2 * (p // 2D), the remainder two at a time to the first dimensions; p the OCS ports every accelerator
+    has), half to each direction (a dimension of size 2 gives both halves to its one neighbour)."""
     n, p = layout.accelerators, int(layout.capacity.sum(axis=1).min())
     if int(np.prod(dims)) != n:
         raise InvalidInput(f"{'x'.join(map(str, dims))} is not {n} accelerators", field="dims")
@@ -71,8 +77,7 @@ def torus3d(layout: OCSLayout, dims: tuple[int, ...], seed: int = 0) -> Wiring:
                     pairs += [(a, b)] * ports_k
             else:
                 pairs += [(a, b)] * (ports_k // 2)
-    w = _realized(layout, pairs, seed)
-    return connect(fill_spare_ports(w, seed) if len(w.circuits) < len(pairs) else w)
+    return pairs
 
 
 def torus_dims(n: int, ports: int) -> tuple[int, ...]:
@@ -452,14 +457,16 @@ def greedy_matching(i: np.ndarray, j: np.ndarray, weight: np.ndarray, n: int) ->
 BLOSSOM_MAX = 128   # accelerators; networkx's Blossom takes 1.7 s per matching at 144 (10 matchings: 17 s)
 
 
-def topoopt(traffic: np.ndarray, layout: OCSLayout, seed: int = 0, ring_ports: int | None = None) -> Wiring:
-    """TopoOpt-style: `ring_ports` ports per accelerator (default: half, rounded down to even) form rings
-    i -> i + k for strides k coprime to n (TotientPerms: 1, then the next coprime strides), the rest go to
-    repeated maximum-weight matchings on the demand not yet served directly (Blossom through networkx up
+def topoopt_pairs(traffic: np.ndarray, layout: OCSLayout, ring_ports: int | None = None
+                  ) -> tuple[list[tuple[int, int]], list[int]]:
+    """TopoOpt-style's circuits as accelerator pairs, and the switch of each where the construction colours
+    itself (a uniform layout): `ring_ports` ports per accelerator (default: half, rounded down to even) form
+    rings i -> i + k for strides k coprime to n (TotientPerms: 1, then the next coprime strides), the rest go
+    to repeated maximum-weight matchings on the demand not yet served directly (Blossom through networkx up
     to BLOSSOM_MAX accelerators, greedy matching beyond), each matching's served pairs discounted by half."""
     import math as _m
     import networkx as nx
-    n, p = layout.accelerators, layout.ports
+    n = layout.accelerators
     cap = layout.capacity.sum(axis=1)        # OCS ports per accelerator (ports off every OCS do not count)
     capable = layout.shares_switch()
     ring_ports = (int(cap.min()) // 2) // 2 * 2 if ring_ports is None else min(ring_ports, int(cap.min()))
@@ -495,6 +502,18 @@ def topoopt(traffic: np.ndarray, layout: OCSLayout, seed: int = 0, ring_ports: i
             rem[b, a] /= 2
             deg[int(a)] += 1
             deg[int(b)] += 1
+    return pairs, colour
+
+
+def topoopt(traffic: np.ndarray, layout: OCSLayout, seed: int = 0, ring_ports: int | None = None,
+            structure: tuple[list, list] | None = None) -> Wiring:
+    """TopoOpt-style (`topoopt_pairs`, or `structure` where the caller has it), the ports it leaves paired at
+    random, realized on the switches (by its own colouring on a uniform layout, else `_realized`)."""
+    n, p = layout.accelerators, layout.ports
+    cap = layout.capacity.sum(axis=1)        # OCS ports per accelerator (ports off every OCS do not count)
+    capable = layout.shares_switch()
+    pairs, colour = (list(x) for x in (structure or topoopt_pairs(traffic, layout, ring_ports)))
+    deg = np.bincount(np.array(pairs, dtype=np.int64).reshape(-1, 2).ravel(), minlength=n)
     # spare ports (a node left out of a matching) pair up at random so nothing stays dark
     rng = np.random.default_rng(seed)
     spare = [v for v in rng.permutation(n).tolist() for _ in range(int(cap[v] - deg[v]))]
@@ -543,6 +562,16 @@ def _realized(layout: OCSLayout, pairs: list[tuple[int, int]], seed: int, weight
         on = most_on_switches(layout, arr[:, 0], arr[:, 1], seed, REALIZE_MOST_S, weight)
         keep = np.flatnonzero(on >= 0)
         return Wiring(n, p, assign_ports(layout, arr[keep].tolist(), on[keep].tolist()), layout)
+
+
+def pairs_held(wiring: Wiring, pairs: list[tuple[int, int]]) -> int:
+    """How many of `pairs` (a multiset: a pair twice asks for two circuits) the wiring's circuits join."""
+    n = wiring.accelerators
+    arr = wiring.circuit_array
+    have = np.bincount(np.minimum(arr[:, 1], arr[:, 3]) * n + np.maximum(arr[:, 1], arr[:, 3]), minlength=n * n)
+    want = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    asked = np.bincount(want.min(axis=1) * n + want.max(axis=1), minlength=n * n)
+    return int(np.minimum(have, asked).sum())
 
 
 def fill_spare_ports(wiring: Wiring, seed: int = 0) -> Wiring:

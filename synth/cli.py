@@ -658,7 +658,8 @@ def wire(source: str, output: str, solver: str, backend: str, objective: str, po
         for b in BASELINES:
             if b != solver:
                 r = run(problem, b, SolveParams(time_limit_s=time_limit, seed=seed))
-                block["baselines"][b] = {"objective": r.objective, "gap": r.gap, "routing": r.extra.get("routing")}
+                block["baselines"][b] = {"objective": r.objective, "gap": r.gap, "routing": r.extra.get("routing"),
+                                         **({"structure": r.extra["structure"]} if "structure" in r.extra else {})}
     if as_json:
         echo_json(block)
         return
@@ -668,6 +669,8 @@ def wire(source: str, output: str, solver: str, backend: str, objective: str, po
                f"bound {res.bound:.6g}, gap {100 * (res.gap or 0):.2f}%, {res.wall_s:.1f} s")
     click.echo(f"  {len(res.artifact.circuits)} circuits on {res.artifact.layout.switches} switches, routing "
                f"{block.get('routing')}; bounds: " + ", ".join(f"{k} {v:.6g}" for k, v in block.get("bounds", {}).items()))
+    if "structure" in block:      # a torus or TopoOpt-style the switches did not hold whole (split planes)
+        click.echo(f"  {_held(block['structure'])}; the other ports paired at random")
     if block.get("fibre_plan") == "fitted":
         click.echo(f"  fibre plan fitted to the wiring: {res.artifact.layout.switches} OCSes of "
                    f"{res.artifact.layout.switch_radix[0]} ports (in the wiring file; --xconnect writes the cabling)")
@@ -675,10 +678,15 @@ def wire(source: str, output: str, solver: str, backend: str, objective: str, po
         if r["objective"] is None or not math.isfinite(r["objective"]):    # e.g. a torus on split planes
             click.echo(f"  baseline {b:<9} no wiring that serves every demand on these switches")
         else:
-            click.echo(f"  baseline {b:<9} objective {r['objective']:.6g}  gap {100 * (r['gap'] or 0):.1f}%")
+            click.echo(f"  baseline {b:<9} objective {r['objective']:.6g}  gap {100 * (r['gap'] or 0):.1f}%"
+                       + (f"  ({_held(r['structure'])})" if "structure" in r else ""))
     if log is not None:
         click.echo(f"  proof log {proof_log}: {len(log)} verdicts, {log.added} from this run")
     click.echo(f"wrote {output}" + (f" and cross-connects in {xconnect_dir}" if xconnect_dir else ""))
+
+
+def _held(structure: dict) -> str:
+    return f"{structure['kept']:,} of its {structure['circuits']:,} circuits fit these switches"
 
 
 # --------------------------------------------------------------------------------------------------

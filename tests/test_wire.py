@@ -792,6 +792,7 @@ def test_cli_switch_radix_below_the_accelerators_splits_the_planes(tmp_path):
     assert code == 0 and set(lines) == {"expander", "torus", "topoopt"}, (stdout, err)
     assert "objective" in lines["expander"] and "inf" not in stdout
     assert "objective" in lines["torus"]     # as much of the torus as the switches hold (none before: pairs apart)
+    assert re.search(r"\(\d+ of its 24 circuits fit these switches\)", lines["torus"]), lines["torus"]
     tables = sorted(xc.glob("switch-*.csv"))
     assert len(tables) == 9
     for t in tables:
@@ -1649,7 +1650,11 @@ def test_the_torus_on_split_planes_keeps_the_most_of_its_circuits_the_switches_h
         Counter(map(tuple, np.sort(w.circuit_array[:, [1, 3]], axis=1).tolist()))
     assert sum(kept.values()) >= (on >= 0).sum() - 2 * n        # the joins may move a few
     p = WiringProblem(TrafficMatrix(np.where(np.eye(n), 0, 1e6)), lay, 800.0)
-    assert np.isfinite(wire(p, "torus").objective)
+    res = wire(p, "torus")
+    assert np.isfinite(res.objective) and res.extra["structure"] == {"circuits": len(arr), "kept": sum(kept.values())}
+    assert res.artifact.solve["structure"] == res.extra["structure"]          # said in the wiring file too
+    whole_p = WiringProblem(TrafficMatrix(np.where(np.eye(n), 0, 1e6)), whole, 800.0)
+    assert "structure" not in wire(whole_p, "torus").extra                   # whole planes hold it all
 
 
 def test_ctrl_c_during_a_probe_keeps_the_first_round(monkeypatch):
