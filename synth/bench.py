@@ -226,7 +226,8 @@ def bench_wire(path: str, solvers: list[str], time_limit_s: float, small_only: b
                          "objective": res.objective, "bound": res.bound, "gap": res.gap, "wall_s": res.wall_s,
                          "verified": valid, "recorded": case.get("optimum", case.get("bound")),
                          "check": check_case(case, res.status.value, res.objective,
-                                             baseline=res.solver in BASELINES) if res.objective else "no answer"})
+                                             baseline=res.solver in BASELINES) if res.objective else "no answer",
+                         **({"structure": res.extra["structure"]} if "structure" in res.extra else {})})
     return rows
 
 

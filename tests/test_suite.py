@@ -111,3 +111,13 @@ def test_bench_wire_passes_over_what_the_exact_models_refuse():
                       progress=lines.append)
     assert [r["solver"] for r in rows] == ["greedy"] and rows[0]["verified"]
     assert "llama405b-16-step: cpsat skipped (the step objective is the evaluator's model)" in lines
+
+
+def test_bench_wire_says_how_much_of_a_baseline_fitted_split_planes():
+    """groups12-radix4 spreads each plane over three 4-port OCSes: no whole torus or TopoOpt-style fits. Their
+    rows say how many of their circuits did (the rest are ports paired at random); the expander's says nothing."""
+    rows = {r["solver"]: r for r in bench_wire("instances/wiring/suite.toml", ["torus", "topoopt", "expander"], 5,
+                                               names=["groups12-radix4"])}
+    assert rows["torus"]["structure"] == {"circuits": 12, "kept": 9} and rows["torus"]["check"] == "ok"
+    assert 0 < rows["topoopt"]["structure"]["kept"] < rows["topoopt"]["structure"]["circuits"]
+    assert "structure" not in rows["expander"]
