@@ -686,7 +686,7 @@ def wire(source: str, output: str, solver: str, backend: str, objective: str, po
 
 
 def _held(structure: dict) -> str:
-    return f"{structure['kept']:,} of its {structure['circuits']:,} circuits fit these switches"
+    return f"{structure['kept']:,} of its {structure['circuits']:,} circuits kept"
 
 
 # --------------------------------------------------------------------------------------------------
