@@ -219,21 +219,21 @@ def _lp_round(problem: WiringProblem, params: SolveParams) -> Wiring:
     deg_cap = problem.layout.capacity.sum(axis=1)
     deg = np.zeros(n, dtype=np.int64)
     chosen: list[tuple[int, int]] = []
-    weight: list[float] = []              # each pair's circuits in the LP: 1 to 1.5, the heaviest pair 1.5
-    top = max(float(np.max(xfrac, initial=0.0)), 1e-12)
+    of: list[int] = []                    # the LP pair of each chosen circuit
     base = np.floor(xfrac + 1e-9).astype(np.int64)
     for e, ((a, b), k) in enumerate(zip(pairs_idx, base)):
         for _ in range(int(k)):
             if deg[a] < deg_cap[a] and deg[b] < deg_cap[b]:
-                chosen.append((a, b)); weight.append(1 + 0.5 * xfrac[e] / top); deg[a] += 1; deg[b] += 1
+                chosen.append((a, b)); of.append(e); deg[a] += 1; deg[b] += 1
     for e in np.argsort(-(xfrac - base), kind="stable"):   # largest remainders first
         a, b = pairs_idx[e]
         if xfrac[e] - base[e] > 1e-6 and deg[a] < deg_cap[a] and deg[b] < deg_cap[b]:
-            chosen.append((a, b)); weight.append(1 + 0.5 * xfrac[e] / top); deg[a] += 1; deg[b] += 1
+            chosen.append((a, b)); of.append(e); deg[a] += 1; deg[b] += 1
     # where the pairs do not all colour, the most of them the switches hold, a heavier pair's first where the
-    # count ties (`baselines._realized`); one pair dropped at a time, each try with 64 colouring restarts, took
-    # 35 s on 22 accelerators of a scattered layout
-    w = baselines._realized(problem.layout, chosen, params.seed, np.asarray(weight))
+    # count ties (`baselines._realized`; each weighed 1 to 1.5 by its pair's LP circuits); one pair dropped at a
+    # time, each try with 64 colouring restarts, took 35 s on 22 accelerators of a scattered layout
+    weight = 1 + 0.5 * xfrac[np.asarray(of, dtype=np.int64)] / max(float(np.max(xfrac, initial=0.0)), 1e-12)
+    w = baselines._realized(problem.layout, chosen, params.seed, weight)
     # spare ports: pair them inside their switch so nothing stays dark
     return baselines.connect(baselines.fill_spare_ports(w, params.seed))
 

@@ -675,7 +675,7 @@ def wire(source: str, output: str, solver: str, backend: str, objective: str, po
         click.echo(f"  fibre plan fitted to the wiring: {res.artifact.layout.switches} OCSes of "
                    f"{res.artifact.layout.switch_radix[0]} ports (in the wiring file; --xconnect writes the cabling)")
     for b, r in block.get("baselines", {}).items():
-        if r["objective"] is None or not math.isfinite(r["objective"]):    # e.g. a torus on split planes
+        if r["objective"] is None or not math.isfinite(r["objective"]):    # a demand the wiring leaves apart
             click.echo(f"  baseline {b:<9} no wiring that serves every demand on these switches")
         else:
             click.echo(f"  baseline {b:<9} objective {r['objective']:.6g}  gap {100 * (r['gap'] or 0):.1f}%"
