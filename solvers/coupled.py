@@ -126,11 +126,16 @@ def _held_ports(problem: WiringProblem, groups: list[np.ndarray], M: np.ndarray,
 def _join(groups: list[np.ndarray], held: list[tuple[int, int]], h: np.ndarray,
           M: np.ndarray, sop: np.ndarray) -> list[Circuit]:
     """Circuits between groups on the held ports: per held port, a matching of the groups (largest unmet
-    need first, then by crossing bytes, then any groups left)."""
+    need first, then by crossing bytes, then any groups left). Once every need is met the needs start over,
+    so held ports beyond them repeat the same pattern: a pipeline of four stages on four held ports is its
+    ring twice over (each hand-off on twice the circuits), where the crossing bytes alone had put three of
+    the four on the first and last hand-offs and left the middle one on a single circuit."""
     need = h.copy()
     k = len(groups)
     out = []
     for pos, port in held:
+        if not need.any():
+            need = h.copy()
         free = set(range(k))
         cand = sorted(((need[i, j] + need[j, i], M[i, j] + M[j, i], i, j) for i in range(k) for j in range(i + 1, k)),
                       reverse=True)

@@ -46,6 +46,26 @@ def random_phases(n, seed, k=2):
     return out
 
 
+def test_one_phase_is_solved_as_its_time_problem(monkeypatch):
+    """A phases problem with one phase (a coupled group's, its hand-off left outside) has the time objective
+    of its traffic (the phase's bytes times its weight): the time models solve it, not the phases MILP (18 s
+    where the time MILP takes 0.5 s on llama405b-tp8pp4-32's group), and the answer says phases."""
+    import solvers.phased as phased_mod
+
+    def refused(*a, **k):
+        raise AssertionError("the phases MILP ran")
+    monkeypatch.setattr(phased_mod, "solve_milp_phases", refused)
+    ring = TrafficPhase("ring", pairs(6, [(i, (i + 1) % 6) for i in range(6)]), 3.0)
+    prob = phased([ring], 2)
+    res = wire(prob, "milp", SolveParams(time_limit_s=20))
+    timed = wire(WiringProblem(TrafficMatrix(3.0 * ring.bytes_), OCSLayout.uniform(6, 2), 800.0, "time"), "milp",
+                 SolveParams(time_limit_s=20))
+    assert res.status == SolveStatus.OPTIMAL and res.objective == pytest.approx(timed.objective)
+    assert res.objective == pytest.approx(3.0 * 1e9 / 100e9)       # the ring, each pair on its own circuit
+    assert res.artifact.solve["objective_kind"] == "phases" and not wiring_violations(res.artifact)
+    assert prob.score(res.artifact)[0] == pytest.approx(res.objective)
+
+
 def test_phase_and_problem_validation():
     with pytest.raises(InvalidInput, match="weight"):
         TrafficPhase("a", pairs(4, [(0, 1)]), 0.0)
