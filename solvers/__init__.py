@@ -69,6 +69,7 @@ VEE_SHARE = 0.2       # of the time limit at most, for the relay V's: three k's 
 UNIFORM_CV = 0.1       # demand spread up to which the geometric near-Moore starts are offered (_near_uniform)
 SCORED_STARTS_MAX = 256   # accelerators up to which the search's starts are ranked by a routing, beyond by byte-hops
 REPLICA_SCORE_SHARE = 0.25   # of the clock left, held back to score a replicated wiring under the step objective
+REPLICA_SHARE = 0.5    # of the clock left, for the group where an exact solver goes on to the whole instance
 LOAD_MOVES_SHARE = 0.3   # of the search's clock for the byte-hop moves when load-aware swaps follow them ...
 LOAD_SEARCH_MIN_S = 30.0   # ... from this much search clock (below it the moves keep their share)
 LOAD_SCORE_S = 4.0     # the searched wiring's scoring clock at most when they follow (they route it again)
@@ -680,13 +681,14 @@ def identical_groups(problem: WiringProblem) -> list[np.ndarray] | None:
 
 
 def _replicated(problem: WiringProblem, solver: str, params: SolveParams, groups: list[np.ndarray],
-                t0: float) -> SolveResult | None:
+                t0: float, share: float = 1.0) -> SolveResult | None:
     """Wire one group and copy its circuits (same switches and ports) onto every other group, within the clock
     left since `t0` (the whole's bound came first). The groups share no circuit, so the whole routes as each
     group does: its time and phases objectives are the group's, its byte-hops the group's times the groups',
     and only the step objective (the evaluator's model of the whole deployment) is scored again, on
     REPLICA_SCORE_SHARE of the clock held back from the group's solve (moe5t on 1,152 accelerators, two EP
-    groups of 576, 60 s: 82.6 s when the group had the whole clock and the copy was routed again)."""
+    groups of 576, 60 s: 82.6 s when the group had the whole clock and the copy was routed again). `share`:
+    of the clock left, for the group (an exact solver then goes on to the whole)."""
     from dataclasses import replace
 
     from synth.model import Circuit, OCSLayout
@@ -696,7 +698,7 @@ def _replicated(problem: WiringProblem, solver: str, params: SolveParams, groups
     sub = problem.restricted(g0, OCSLayout(lay.switch_of_port[g0], lay.switch_radix))
     left = params.time_limit_s - (time.perf_counter() - t0)
     score_s = max(2.0, REPLICA_SCORE_SHARE * left) if problem.objective == "step" else 0.0
-    res = wire(sub, solver, replace(params, time_limit_s=max(1.0, left - score_s)))
+    res = wire(sub, solver, replace(params, time_limit_s=max(1.0, share * left - score_s)))
     if res.artifact is None:
         return None
     circuits = tuple(Circuit(c.switch, int(g[c.a]), c.a_port, int(g[c.b]), c.b_port)
@@ -1022,12 +1024,15 @@ def _one_phase(problem: WiringProblem, solver: str, params: SolveParams) -> Solv
 
 
 def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResult:
+    from dataclasses import replace
+
     from synth.verify import wiring_violations
     if solver not in SOLVERS:
         raise InvalidInput(f"unknown solver {solver!r}; valid: {', '.join(SOLVERS)}", field="solver")
     t0 = time.perf_counter()
     if problem.objective == "phases" and len(problem.phases) == 1 and solver not in BASELINES:
         return _one_phase(problem, solver, params)
+    replica = None     # identical groups, wired once and copied, where an exact solver goes on to the whole
     if solver not in BASELINES:
         try:     # the bound first, its LP relaxation on a share of the clock (then cached for every answer)
             best_bound(problem, time_limit_s=_lp_share(solver) * params.time_limit_s)
@@ -1036,9 +1041,18 @@ def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResu
                                 params, t0, "Ctrl-C while bounding", lambda k: {"incumbent": k})
         groups = identical_groups(problem)
         if groups is not None:
-            res = _replicated(problem, solver, params, groups, t0)
-            if res is not None:
+            # an exact solver goes on to the whole instance from the copies (their ports left over could join
+            # the groups and relay: a group's optimum is not the whole's proof), so the group gets a share
+            whole = solver in ("milp", "cpsat") or (solver == "auto" and problem.accelerators <= 16
+                                                     and problem.objective != "step")
+            res = _replicated(problem, solver, params, groups, t0, REPLICA_SHARE if whole else 1.0)
+            if res is not None and (not whole or res.status == SolveStatus.OPTIMAL or res.limit == Limit.INTERRUPT
+                                    or params.time_limit_s - (time.perf_counter() - t0) < EXACT_MIN_S):
                 return res
+            if res is not None:      # the rest of the limit, counted from now (as after the coupled groups)
+                replica = res
+                params = replace(params, time_limit_s=params.time_limit_s - (time.perf_counter() - t0))
+                t0 = time.perf_counter()
     if solver == "auto" and problem.objective == "step" and problem.accelerators <= 16:
         return _step_by_phases(problem, params, t0)
     if solver == "auto":
@@ -1052,9 +1066,9 @@ def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResu
         raise InvalidInput("the step objective is the evaluator's model, which the exact models do not encode: "
                            "use --solver search or lp-round, or --objective phases (its communication part, "
                            "exact)", field="solver")
-    first = None       # the run's start: coupled groups, or for the exact models the search's wiring
-    held = None        # the coupled groups' tries: held ports per group -> objective
-    if solver not in BASELINES:
+    first = replica if solver not in BASELINES else None    # the run's start: the copies, coupled groups,
+    held = None        # or for the exact models the search's wiring; coupled groups' tries: held -> objective
+    if solver not in BASELINES and first is None:
         from .coupled import coupled_best, coupled_groups
         groups = coupled_groups(problem)
         if groups is not None:

@@ -1033,6 +1033,22 @@ def test_identical_groups_are_wired_once_and_replicated():
     assert identical_groups(problem(t2, 3)) is None
 
 
+@pytest.mark.parametrize("solver", ["milp", "cpsat", "auto"])
+def test_exact_solvers_go_on_from_the_copies_to_prove_the_whole(solver):
+    """Two triangles of demand on 3 ports (three planes of 6 fibres): each group's optimum is its triangle, the
+    fibre each group has left on a plane can join the groups, and only the whole instance's model proves that
+    relaying over them does not help. Before, the copies were returned FEASIBLE at 25% in 0.4 s of 20 (the
+    relay count's 0.0075 s against 0.01 s); now the exact solvers go on from them to the whole."""
+    t = np.zeros((6, 6))
+    for base in (0, 3):
+        t[base:base + 3, base:base + 3] = 1e9
+    np.fill_diagonal(t, 0.0)
+    p = problem(t, 3)
+    res = wire(p, solver, SolveParams(time_limit_s=20))
+    assert res.status == SolveStatus.OPTIMAL and res.objective == pytest.approx(1e9 / 100e9)
+    assert not wiring_violations(res.artifact) and res.artifact.solve["status"] == "OPTIMAL"
+
+
 def test_replicated_groups_are_solved_on_the_clock_left_and_keep_the_groups_objective(monkeypatch):
     import solvers
     t = np.zeros((12, 12))
