@@ -1043,8 +1043,9 @@ def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResu
         if groups is not None:
             # an exact solver goes on to the whole instance from the copies (their ports left over could join
             # the groups and relay: a group's optimum is not the whole's proof), so the group gets a share
-            whole = solver in ("milp", "cpsat") or (solver == "auto" and problem.accelerators <= 16
-                                                     and problem.objective != "step")
+            from .exact import EXACT_MAX
+            whole = (solver in ("milp", "cpsat") and problem.accelerators <= EXACT_MAX) or \
+                (solver == "auto" and problem.accelerators <= 16 and problem.objective != "step")
             res = _replicated(problem, solver, params, groups, t0, REPLICA_SHARE if whole else 1.0)
             if res is not None and (not whole or res.status == SolveStatus.OPTIMAL or res.limit == Limit.INTERRUPT
                                     or params.time_limit_s - (time.perf_counter() - t0) < EXACT_MIN_S):

@@ -1064,6 +1064,17 @@ def test_exact_solvers_go_on_from_the_copies_to_prove_the_whole(solver):
     assert not wiring_violations(res.artifact) and res.artifact.solve["status"] == "OPTIMAL"
 
 
+def test_exact_solvers_answer_the_copies_where_the_whole_is_beyond_their_models():
+    """Two groups of 33: each within EXACT_MAX, the whole of 66 not; the copies are the answer, with the
+    group on the whole clock, where going on to the whole would have asked for a model of 66 (exit 2)."""
+    t = np.zeros((66, 66))
+    for base in (0, 33):
+        t[base:base + 33, base:base + 33] = 1e6
+    np.fill_diagonal(t, 0.0)
+    res = wire(problem(t, 3), "milp", SolveParams(time_limit_s=4))
+    assert "2 identical groups of 33" in res.extra["symmetry"] and not wiring_violations(res.artifact)
+
+
 def test_replicated_groups_are_solved_on_the_clock_left_and_keep_the_groups_objective(monkeypatch):
     import solvers
     t = np.zeros((12, 12))
