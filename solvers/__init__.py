@@ -1067,8 +1067,8 @@ def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResu
         raise InvalidInput("the step objective is the evaluator's model, which the exact models do not encode: "
                            "use --solver search or lp-round, or --objective phases (its communication part, "
                            "exact)", field="solver")
-    first = replica if solver not in BASELINES else None    # the run's start: the copies, coupled groups,
-    held = None        # or for the exact models the search's wiring; coupled groups' tries: held -> objective
+    first = replica    # the run's start: the copies, coupled groups, or for the exact models the search's wiring
+    held = None        # the coupled groups' tries: held ports per group -> objective
     if solver not in BASELINES and first is None:
         from .coupled import coupled_best, coupled_groups
         groups = coupled_groups(problem)

@@ -1179,7 +1179,7 @@ def _solve_cpsat(problem: WiringProblem, params: SolveParams, per_switch: bool) 
         for (a, b), load in loads.items():
             p = (min(a, b), max(a, b))
             m.Add(load <= total * x[p])
-        for (k, a, b), var in f.items():      # a source's flow on an arc: at most its bytes, where a circuit is
+        for (k, a, b), var in f.items():      # each source's flow on an arc: at most its bytes x the circuits
             m.Add(var <= int(D[k].sum()) * x[(min(a, b), max(a, b))])
         m.Minimize(sum(f.values()))
     solver = cp_model.CpSolver()

@@ -61,14 +61,16 @@ SPARSE_PAIRS = 16     # demand pairs per accelerator at most of a phase the rank
 
 def relay_vees(problem, seed: int = 0, time_limit_s: float = 5.0, moves: int = VEE_MOVES) -> Wiring | None:
     """The module doc's wiring for a phases problem, or None when it does not apply (no TP-like phase, fixed
-    circuits, the direct policy, accelerators with different port counts, fewer than four ports left per
-    accelerator, or a multigraph that does not colour onto the switches). k is the relay count's, one more
+    circuits, the direct policy, accelerators with different port counts, or fewer than four ports left per
+    accelerator). k is the relay count's, one more
     (fewer relayed TP bytes) and one less (its circuits inside a group leave the all-to-all more ports). The
     V's of each are built in BUILD_SHARE of the clock and ranked by a short routing of their multigraphs
     in RANK_SHARE (`_rank_time`; the routing does not depend on the switches); the fastest is coloured onto
     the switches with the rest of the clock (COLOUR_MIN_S at least), the next ones if it does not colour, each
     with what is left (COLOUR_RETRY_S at least: a wiring a moment over the clock beats none).
-    V's built on their planes need no colouring: then the ranking has the rest of the clock.
+    V's built on their planes need no colouring: then the ranking has the rest of the clock. On OCSes smaller
+    than a plane, and wherever none colours, the best ranked keeps as many of its circuits as the switches hold
+    (`baselines._realized`), its other ports paired at random.
     qwen3-235b-64 with TP 8: k = 2 leaves 4 ports outside a group, 0.00112 s; k = 1 leaves 11, 0.00064 s.
     With TP 4: k = 2 0.00094 s, k = 1 0.00096 s. deepseek-v3-144 with TP 4: k = 1 (the relay count's)
     0.00185 s, k = 2 0.00179 s, k = 3 0.00207 s (its all-to-all is held by the hottest accelerators' ports,
@@ -87,16 +89,22 @@ def relay_vees(problem, seed: int = 0, time_limit_s: float = 5.0, moves: int = V
         built = _vee_pairs(problem, found, x, seed, max(0.0, left / (len(ks) - i)), moves)
         if built is not None:
             graphs.append(built)
+    # OCSes smaller than a plane (its fibres split over several): the V's seldom colour (qwen3-235b-64 on 16-port
+    # OCSes: none of the three in 8.6 s), so the best ranked keeps the most of its circuits the OCSes hold
+    small = int(np.max(problem.layout.switch_radix)) < problem.accelerators
     if len(graphs) > 1:     # with no V's to colour, the colouring's share goes to the ranking too
-        share = 1.0 if all(b[1] is not None for b in graphs) else BUILD_SHARE + RANK_SHARE
+        share = 1.0 if small or all(b[1] is not None for b in graphs) else BUILD_SHARE + RANK_SHARE
         rank_s = max(MIN_RANK_S, (share * time_limit_s - (time.perf_counter() - t0)) / len(graphs))
         times = [_rank_time(problem, _uncoloured(problem.layout, pairs), rank_s) for pairs, _ in graphs]
         graphs = [graphs[i] for i in np.argsort(times, kind="stable")]
-    for i, built in enumerate(graphs):
+    for i, built in enumerate([] if small else graphs):
         left = time_limit_s - (time.perf_counter() - t0)
         w = _wired(problem.layout, built, seed, max(COLOUR_RETRY_S if i else COLOUR_MIN_S, left))
         if w is not None:
             return w
+    if graphs:      # none coloured: as much of the best as the switches hold, the ports left paired at random
+        from .baselines import _realized, connect, fill_spare_ports
+        return connect(fill_spare_ports(_realized(problem.layout, graphs[0][0], seed), seed))
     return None
 
 

@@ -292,6 +292,20 @@ def test_relay_vees_give_every_tp_pair_two_hop_relays():
     assert relay_vees(phased(random_phases(8, 0), 3)) is None
 
 
+def test_relay_vees_on_ocses_smaller_than_a_plane_keep_what_the_switches_hold():
+    """Planes of 64 fibres split over 16-port OCSes: none of the V's multigraphs colours (before: None after
+    8.6 s of colouring). The best ranked keeps as many of its circuits as the OCSes hold and pairs the ports
+    left at random: every port used, the same wiring from the same seed, faster than the expander."""
+    from solvers.baselines import expander
+    from solvers.vees import relay_vees
+    prob, _ = tp_beside_alltoall(64, 4, 14)
+    split = WiringProblem(prob.traffic, OCSLayout.planes(64, 14, 16), 800.0, "phases", phases=prob.phases)
+    w = relay_vees(split, seed=3)
+    assert w is not None and wiring_violations(w) == [] and len(w.circuits) == 64 * 14 // 2
+    assert w.circuits == relay_vees(split, seed=3).circuits
+    assert split.score(w, "optimal")[0] < split.score(expander(split.layout, 0), "optimal")[0]
+
+
 def test_relay_vees_ranking_routes_the_tp_phase_by_its_two_hop_lp(monkeypatch):
     """The ranking of the k's times the sparse TP phase by its two-hop path LP, exact on V's with two circuits
     per pair, and the all-to-all by MWU: a routing's time, never below the optimum's, and within a few
