@@ -62,8 +62,8 @@ SPARSE_PAIRS = 16     # demand pairs per accelerator at most of a phase the rank
 def relay_vees(problem, seed: int = 0, time_limit_s: float = 5.0, moves: int = VEE_MOVES) -> Wiring | None:
     """The module doc's wiring for a phases problem, or None when it does not apply (no TP-like phase, fixed
     circuits, the direct policy, accelerators with different port counts, or fewer than four ports left per
-    accelerator). k is the relay count's, one more
-    (fewer relayed TP bytes) and one less (its circuits inside a group leave the all-to-all more ports). The
+    accelerator). k is the relay count's, one more (fewer relayed TP bytes) and one less (its circuits inside
+    a group leave the all-to-all more ports). The
     V's of each are built in BUILD_SHARE of the clock and ranked by a short routing of their multigraphs
     in RANK_SHARE (`_rank_time`; the routing does not depend on the switches); the fastest is coloured onto
     the switches with the rest of the clock (COLOUR_MIN_S at least), the next ones if it does not colour, each

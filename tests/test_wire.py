@@ -87,6 +87,21 @@ def test_cpsat_and_milp_prove_the_same_time_optimum(seed):
     assert cp.bound <= milp.objective * (1 + 1e-9) and not wiring_violations(cp.artifact)
 
 
+@pytest.mark.parametrize("objective", ["time", "hops"])
+def test_cpsat_model_on_rounded_units_proves_nothing(objective):
+    """Demands with no common unit are rounded up to max / 100: CP-SAT's OPTIMAL on them (integer routing of
+    other demands) is no proof and its bound no bound. Before, the time model's first round came back OPTIMAL
+    with its bound set to the answer (a pipeline of two groups of 3 on 4 ports: the probes and the case split
+    never ran)."""
+    from solvers.exact import _solve_cpsat
+    t = np.zeros((5, 5))
+    for a, b, v in ((0, 1, 1e6), (1, 2, np.pi * 1e6), (2, 3, np.e * 1e6), (3, 4, 1.7e6), (0, 4, 2.3e6), (0, 2, 0.9e6)):
+        t[a, b] = t[b, a] = v
+    res = _solve_cpsat(problem(t, 2, objective), SolveParams(time_limit_s=10), per_switch=False)
+    assert res.extra["units_exact"] is False and res.extra.get("integer_routing_optimal")
+    assert res.status == SolveStatus.FEASIBLE and "model_bound" not in res.extra and "model" not in res.extra["bounds"]
+
+
 @pytest.mark.parametrize("seed", [1, 31, 41])
 def test_cpsat_and_milp_prove_the_same_hops_optimum(seed):
     """Random 8-10 accelerator instances under hops that HiGHS proves in under a second: CP-SAT's two default
