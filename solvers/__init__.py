@@ -70,6 +70,7 @@ UNIFORM_CV = 0.1       # demand spread up to which the geometric near-Moore star
 SCORED_STARTS_MAX = 256   # accelerators up to which the search's starts are ranked by a routing, beyond by byte-hops
 REPLICA_SCORE_SHARE = 0.25   # of the clock left, held back to score a replicated wiring under the step objective
 REPLICA_SHARE = 0.5    # of the clock left, for the group where an exact solver goes on to the whole instance
+AUTO_EXACT_MAX = 16    # accelerators up to which `auto` picks the exact models (the step objective: its phases')
 LOAD_MOVES_SHARE = 0.3   # of the search's clock for the byte-hop moves when load-aware swaps follow them ...
 LOAD_SEARCH_MIN_S = 30.0   # ... from this much search clock (below it the moves keep their share)
 LOAD_SCORE_S = 4.0     # the searched wiring's scoring clock at most when they follow (they route it again)
@@ -1023,6 +1024,11 @@ def _one_phase(problem: WiringProblem, solver: str, params: SolveParams) -> Solv
     return replace(res, artifact=res.artifact.with_meta(solve={**res.artifact.solve, "objective_kind": "phases"}))
 
 
+def _auto_exact(problem: WiringProblem) -> bool:
+    """Does `auto` pick the exact models (the MILP, or CP-SAT where its case split applies)?"""
+    return problem.accelerators <= AUTO_EXACT_MAX and problem.objective != "step"
+
+
 def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResult:
     from dataclasses import replace
 
@@ -1045,7 +1051,7 @@ def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResu
             # the groups and relay: a group's optimum is not the whole's proof), so the group gets a share
             from .exact import EXACT_MAX
             whole = (solver in ("milp", "cpsat") and problem.accelerators <= EXACT_MAX) or \
-                (solver == "auto" and problem.accelerators <= 16 and problem.objective != "step")
+                (solver == "auto" and _auto_exact(problem))
             res = _replicated(problem, solver, params, groups, t0, REPLICA_SHARE if whole else 1.0)
             if res is not None and (not whole or res.status == SolveStatus.OPTIMAL or res.limit == Limit.INTERRUPT
                                     or params.time_limit_s - (time.perf_counter() - t0) < EXACT_MIN_S):
@@ -1054,10 +1060,10 @@ def _wire(problem: WiringProblem, solver: str, params: SolveParams) -> SolveResu
                 replica = res
                 params = replace(params, time_limit_s=params.time_limit_s - (time.perf_counter() - t0))
                 t0 = time.perf_counter()
-    if solver == "auto" and problem.objective == "step" and problem.accelerators <= 16:
+    if solver == "auto" and problem.objective == "step" and problem.accelerators <= AUTO_EXACT_MAX:
         return _step_by_phases(problem, params, t0)
     if solver == "auto":
-        solver = "milp" if problem.accelerators <= 16 and problem.objective != "step" else "search"
+        solver = "milp" if _auto_exact(problem) else "search"
         from .exact import pattern_split_runs
         if solver == "milp" and pattern_split_runs(problem, params):
             solver = "cpsat"
