@@ -2952,3 +2952,27 @@ def test_moves_stop_where_they_meet_the_hops_bound(solver):
     res = wire(problem(t, 3, "hops"), solver, SolveParams(time_limit_s=60))
     assert res.status == SolveStatus.OPTIMAL and res.objective == pytest.approx(8.8e7)
     assert res.extra["moves_tried"] < 100000 and not wiring_violations(res.artifact)
+
+
+def test_hop_moves_end_when_they_stall_unless_given_a_budget_or_a_bound(monkeypatch):
+    """The hop count's moves, a proxy of the time, end once a window took less than STALL_RATE of the
+    hop-weighted bytes off per second, leaving the clock to the routing (a 2,304-accelerator all-to-all took
+    1.2e-4 off per 5 s); a move budget (repeatable runs) or a target (the hops objective, whose moves are its
+    objective) keeps them going."""
+    import solvers.local_search as ls
+    t = np.where(np.eye(24), 0, 1e6)
+    w = wire(problem(t, 3), "expander", SolveParams()).artifact
+    monkeypatch.setattr(ls, "STALL_S", 0.2)
+    monkeypatch.setattr(ls, "STALL_RATE", 1e6)         # every window stalls
+    t0 = time.perf_counter()
+    got, hop_bytes, tried, _ = ls.improve_hops(w, t, time_limit_s=30, seed=0)
+    assert time.perf_counter() - t0 < 5 and tried > 0
+    assert hop_bytes <= ls._hop_bytes(24, w.circuit_array[:, 1], w.circuit_array[:, 3], t + t.T)[0] / 2
+    assert ls.improve_hops(w, t, time_limit_s=30, seed=0, max_moves=3000)[2] == 3000
+    t0 = time.perf_counter()
+    ls.improve_hops(w, t, time_limit_s=1.0, seed=0, target=0.0)
+    assert time.perf_counter() - t0 >= 1.0
+    monkeypatch.setattr(ls, "STALL_RATE", 0.0)         # never stalls: on to the clock
+    t0 = time.perf_counter()
+    ls.improve_hops(w, t, time_limit_s=1.0, seed=0)
+    assert time.perf_counter() - t0 >= 1.0
