@@ -389,4 +389,4 @@ class WiringProblem:
             return (theta, how) if theta <= ecmp else (ecmp, "ecmp")
         from .routing import mwu_routing
         theta, _, rounds = mwu_routing(net, dem, rounds=MWU_SCORE_ROUNDS, time_limit_s=left, resume=resume)
-        return min(theta, ecmp), f"mwu ({rounds} rounds)"
+        return (theta, f"mwu ({rounds} rounds)") if theta <= ecmp else (ecmp, "ecmp")   # said as the path LP's

@@ -72,6 +72,32 @@ def test_ecmp_loads_hand_examples():
     assert loads[(1, 3)] == pytest.approx(2.0) and loads[(3, 1)] == 0
 
 
+
+def test_ecmp_loads_match_a_demand_by_demand_split_on_a_long_ring():
+    """ECMP passes each destination's bytes down its shortest-path DAG level by level, only on the DAG's
+    links: the loads of a hop-by-hop split of every demand alone, on a 40-ring with chords (10 levels) and
+    uneven capacities."""
+    rng = np.random.default_rng(5)
+    n = 40
+    pairs = [(i, (i + 1) % n) for i in range(n)] + [(i, (i + 7) % n) for i in range(0, n, 5)]
+    net = Network.from_pairs("r", n, n, pairs, list(1.0 + rng.random(len(pairs))), 0.0)
+    dem = rng.random((n, n)) * (rng.random((n, n)) < 0.3)
+    np.fill_diagonal(dem, 0)
+    cap = dict(zip(zip(net.src.tolist(), net.dst.tolist()), net.capacity_bps.tolist()))
+    out = {v: [b for a, b in cap if a == v] for v in range(n)}
+    ref = dict.fromkeys(cap, 0.0)
+    for s, t in zip(*np.nonzero(dem)):
+        at = np.zeros(n)
+        at[s] = dem[s, t]
+        for v in sorted(range(n), key=lambda v: -net.dist[v, t]):
+            nxt = [u for u in out[v] if net.dist[u, t] == net.dist[v, t] - 1]
+            for u in nxt if v != t else []:
+                share = at[v] * cap[(v, u)] / sum(cap[(v, x)] for x in nxt)
+                ref[(v, u)] += share
+                at[u] += share
+    assert net.dist[:n, :n].max() >= 10
+    assert ecmp_loads(net, dem).tolist() == pytest.approx([ref[k] for k in zip(net.src.tolist(), net.dst.tolist())])
+
 def test_maxmin_hand_solved():
     # links L0 (cap 10), L1 (cap 4); flows: a uses L0+L1, b uses L0, c uses L1, d uses L0.
     inc = sp.csr_matrix(np.array([[1, 1], [1, 0], [0, 1], [1, 0]], dtype=float))
