@@ -896,7 +896,11 @@ def _prepare(problem: WiringProblem, params: SolveParams, shape: WiringProblem, 
     # moe5t-576 it takes 4.6 s); under the direct policy the only start built to give every demand a circuit
     uniform = _near_uniform(t)
     greedy = problem.policy == "direct" or not uniform
-    for name in ("expander", "topoopt", "torus") + (("greedy",) if greedy else ()):
+    # nor TopoOpt-style and the torus on a near-uniform all-to-all beyond SCORED_STARTS_MAX, where the starts are
+    # ranked by byte-hops alone: they never come near the expander there (2.6x and 5.4x its byte-hops on
+    # moe5t-576, 3.9x and 33x on 4,608 accelerators, where building and ranking them took 14 s)
+    grid = not (uniform and problem.accelerators > SCORED_STARTS_MAX and problem.policy != "direct")
+    for name in ("expander",) + (("topoopt", "torus") if grid else ()) + (("greedy",) if greedy else ()):
         cands[name] = baseline_wiring(problem, name, params.seed)
     # whole alternatives, scored exactly but not searched (`aside`): relay hubs, where the hop-count proxy
     # only moves hub circuits onto busy pairs (pd-96: 0.00391 s start, 0.00397-0.00407 s after the moves),

@@ -2976,3 +2976,30 @@ def test_hop_moves_end_when_they_stall_unless_given_a_budget_or_a_bound(monkeypa
     t0 = time.perf_counter()
     ls.improve_hops(w, t, time_limit_s=1.0, seed=0)
     assert time.perf_counter() - t0 >= 1.0
+
+
+def test_no_grid_starts_on_a_near_uniform_all_to_all_ranked_by_byte_hops(monkeypatch, no_near_moore):
+    """Beyond SCORED_STARTS_MAX (starts ranked by byte-hops alone) a near-uniform all-to-all starts from the
+    expander without building TopoOpt-style and the torus, which never come near it there (4,608
+    accelerators: 14 s for them); skewed demand keeps them, and so does a near-uniform one whose starts are timed."""
+    import solvers
+    t = np.full((56, 56), 1e6)
+    np.fill_diagonal(t, 0)
+    skewed = t.copy()
+    skewed[:8, :8] *= 5
+    np.fill_diagonal(skewed, 0)
+
+    class Seen(Exception):
+        pass
+
+    def seen(problem, params, cands):
+        raise Seen(sorted(cands))
+    monkeypatch.setattr(solvers, "_scored_start", seen)
+
+    def starts(demand, most):
+        monkeypatch.setattr(solvers, "SCORED_STARTS_MAX", most)
+        with pytest.raises(Seen) as got:
+            wire(problem(demand, 4), "search", SolveParams(time_limit_s=10))
+        return got.value.args[0]
+    assert starts(t, 8) == ["expander"]
+    assert {"topoopt", "torus"} <= set(starts(skewed, 8)) and {"topoopt", "torus"} <= set(starts(t, 256))
