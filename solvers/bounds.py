@@ -489,17 +489,6 @@ def _least_failing(problem: WiringProblem, feasible) -> float:
     return lo
 
 
-def _shared_ports(cap: np.ndarray) -> np.ndarray:
-    """(accelerators x accelerators) sum over switches of min(cap[i], cap[j]): as sum over v >= 1 of the
-    products of the indicators cap >= v (one matrix product per level, usually one), not pairs x switches
-    (4,608 accelerators on 18 planes: 9 s and 3 GB for the pairs' rows, 0.1 s this way)."""
-    out = np.zeros((cap.shape[0], cap.shape[0]))
-    for v in range(1, int(cap.max(initial=0)) + 1):
-        at = (cap >= v).astype(np.float64)
-        out += at @ at.T
-    return np.rint(out).astype(np.int64)
-
-
 def _relay_count_test(problem: WiringProblem):
     """feasible(T, counts=False, surplus=None, circuits=None): whether the relay count lets a wiring finish in
     T (with `surplus`, when at most that many circuits are a pair's second, third, ...: `shared_circuits_bound`;
@@ -511,8 +500,7 @@ def _relay_count_test(problem: WiringProblem):
     ports = cap.sum(axis=1)
     iu, ju = np.nonzero(np.triu((t > 0) | (t > 0).T, 1))
     d1, d2 = t[iu, ju], t[ju, iu]
-    usable = np.asarray(problem.layout.switch_radix) >= 2
-    m_p = _shared_ports(cap[:, usable])[iu, ju]          # most circuits each pair can have
+    m_p = problem.layout.shared_ports()[iu, ju]          # most circuits each pair can have
     X = max_circuits(problem)
     total = float(t.sum())
     excess, port_sum = node_excess(t), float(ports.sum())
