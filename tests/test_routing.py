@@ -268,3 +268,43 @@ def test_beside_computes_in_the_helper_and_is_given_up_on_cancel():
     job.cancel()
     assert _Helper._proc is None and not _Helper._lock.locked()
     assert Beside.start(math.sqrt, 9.0).result() == 3.0
+
+
+def test_the_best_mix_of_routings_is_a_routing_no_worse_than_each(case, monkeypatch):
+    """`best_mix`: one demand on a 4-ring routed all clockwise or all the other way takes 1 s either way; half
+    and half takes 0.5 s, the optimum. On a random graph the mix of MWU's rounds is never below the routing LP's
+    optimum and never above MWU's average; `score` mixes the rounds beyond the path LP's sizes (here forced)."""
+    from synth.network import optimal_routing
+    from synth.routing import best_mix
+    ring = Network.from_pairs("ring", 4, 4, [(0, 1), (1, 2), (2, 3), (3, 0)], 1.0, 0.0)
+    cw = np.zeros(ring.links)
+    ccw = np.zeros(ring.links)
+    for a, b in ((0, 1), (1, 2)):
+        cw[ring.link_id[a, b]] = 1.0
+    for a, b in ((0, 3), (3, 2)):
+        ccw[ring.link_id[a, b]] = 1.0
+    t, w = best_mix([cw, ccw], ring.capacity_bps, 10.0)
+    assert t == pytest.approx(0.5, rel=1e-6) and w == pytest.approx([0.5, 0.5], abs=1e-6)
+    net, dem = case
+    kept: list = []
+    theta, avg, _ = mwu_routing(net, dem, rounds=30, time_limit_s=1e9, seed=5, rounds_out=kept)
+    assert len(kept) == 30
+    mixed, w = best_mix(kept + [avg], net.capacity_bps, 10.0)
+    opt = optimal_routing(net, dem)[0]
+    assert opt * (1 - 1e-9) <= mixed <= theta * (1 + 1e-12) and w.sum() == pytest.approx(1.0)
+    assert best_mix(kept, net.capacity_bps, 0.0) == (np.inf, None)        # no clock: no answer, never a wrong one
+
+    from solvers.baselines import expander
+    from synth import problem as problem_mod
+    from synth.model import OCSLayout, TrafficMatrix
+    monkeypatch.setattr(problem_mod, "EXACT_ROUTING_MAX", 0)
+    monkeypatch.setattr(problem_mod, "PATH_LP_MAX_LINKS", 0)
+    n = 30
+    rng = np.random.default_rng(2)
+    t = rng.integers(1, 5, (n, n)).astype(float) * 1e6
+    np.fill_diagonal(t, 0)
+    p = problem_mod.WiringProblem(TrafficMatrix(t), OCSLayout.uniform(n, 4), 100.0, "time")
+    wiring = expander(p.layout, 3)
+    value, how = p.score(wiring, "best", 4.0)
+    assert how.endswith("their best mix)")
+    assert optimal_routing(p.network(wiring), t)[0] * (1 - 1e-9) <= value
