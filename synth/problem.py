@@ -45,6 +45,7 @@ AUTO_LP_MIN_S = 1.0      # the shortest clock the routing LP gets under routing=
 MWU_SCORE_ROUNDS = 1000   # rounds at most of a score by MWU alone (beyond PATH_LP_MAX_LINKS): the clock decides
 MIX_SHARE = 0.4           # of such a score's clock for the LP that mixes MWU's rounds (`routing.best_mix`)
 MIX_MIN_S = 2.0           # the least clock on which the rounds are mixed
+MIX_ON_SHARE = 0.1        # MWU goes on before the mix while the LP leaves more than this share of the clock
 
 
 def even_clocks(count: int, time_limit_s: float, since: float | None = None):
@@ -390,7 +391,7 @@ class WiringProblem:
                 except InvalidInput:         # not within the clock: the path LP's answer stands
                     pass
             return (theta, how) if theta <= ecmp else (ecmp, "ecmp")
-        from .routing import best_mix, mix_columns, mwu_routing
+        from .routing import best_mix, mix_columns, mix_time, mwu_routing
         # the rounds' best mix (beside ECMP's routing and MWU's average) on the last MIX_SHARE of the clock, MWU
         # stopped at the rounds that LP takes in it: moe5t-576's main job, 1,000 rounds averaged 0.7058 ms, 300
         # rounds mixed 0.7042 ms (where 600 rounds mixed in pairs gave 0.7046: the early rounds' spread counts)
@@ -398,8 +399,17 @@ class WiringProblem:
         columns = mix_columns(net.links, mix_s)
         kept: list | None = [] if columns > 2 else None
         cap = MWU_SCORE_ROUNDS if kept is None else min(MWU_SCORE_ROUNDS, (resume or {}).get("run", 0) + columns - 2)
+        state = resume if resume is not None or kept is None else {}
         theta, avg, rounds = mwu_routing(net, dem, rounds=cap, time_limit_s=left - mix_s if kept is not None else left,
-                                         resume=resume, rounds_out=kept)
+                                         resume=state, rounds_out=kept)
+        while kept is not None and rounds < cap:
+            # rounds slower than the share assumed (2,304 accelerators: 53 rounds in 30 s, then 3 s of the LP's
+            # 20): MWU goes on in half of what the LP on the rounds so far leaves, until that is a tenth of the clock
+            spare = time_limit_s - (time.perf_counter() - t0) - mix_time(net.links, len(kept) + 2)
+            if spare < MIX_ON_SHARE * left:
+                break
+            theta, avg, rounds = mwu_routing(net, dem, rounds=cap, time_limit_s=spare / 2, resume=state,
+                                             rounds_out=kept)
         how = f"mwu ({rounds} rounds)"
         if kept:
             mixed, _ = best_mix(kept + [ecmp_l] + ([] if avg is None else [avg]), net.capacity_bps,

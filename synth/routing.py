@@ -400,6 +400,11 @@ def mix_columns(links: int, time_limit_s: float) -> int:
     return int((0.6 * time_limit_s / (MIX_RATE * max(links, 1))) ** (2 / 3)) if time_limit_s > 0 else 0
 
 
+def mix_time(links: int, columns: int) -> float:
+    """The clock `mix_columns` would ask for `columns` routings on `links` links."""
+    return MIX_RATE * max(links, 1) * max(columns, 0) ** 1.5 / 0.6
+
+
 def best_mix(routings: list[np.ndarray], cap: np.ndarray, time_limit_s: float) -> tuple[float, np.ndarray | None]:
     """(time, weights) of the best convex combination of whole routings (each a vector of link loads in bytes): a
     combination routes each demand by the same weights over theirs, so it is a routing, and its time is
