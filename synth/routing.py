@@ -412,7 +412,8 @@ def best_mix(routings: list[np.ndarray], cap: np.ndarray, time_limit_s: float) -
     interior point, the utilizations scaled to about 1). MWU's average weighs its rounds by a fixed rule; the
     LP's weights took moe5t-576's 300 rounds from 0.70802 to 0.70419 ms (the bound 0.70220: the gap 0.83% ->
     0.28%), where 1,000 rounds averaged give 0.7058. Columns beyond what `time_limit_s` fits (MIX_RATE) are
-    averaged in adjacent groups; (inf, None) when the LP gives no answer in time."""
+    averaged in adjacent groups (the weights are then the groups'); (inf, None) when the LP gives no answer in
+    time."""
     import highspy
     if not routings:
         return np.inf, None
@@ -445,7 +446,8 @@ def best_mix(routings: list[np.ndarray], cap: np.ndarray, time_limit_s: float) -
     lp.a_matrix_.index_ = np.r_[np.tile(np.arange(n + 1), k), np.arange(n)]
     lp.a_matrix_.value_ = np.r_[np.c_[U.T / scale, np.ones(k)].ravel(), -np.ones(n)]
     h.passModel(lp)
-    h.run()
+    with quiet_stdout():
+        h.run()
     w = np.clip(np.asarray(h.getSolution().col_value, dtype=np.float64)[:k], 0.0, None)
     if w.size != k or not w.sum() > 0:
         return np.inf, None

@@ -152,4 +152,5 @@ def test_auto_takes_cpsat_where_the_split_runs():
     assert not exact.pattern_split_runs(hops, SolveParams(time_limit_s=60))
     res = wire(p, "auto", SolveParams(time_limit_s=60))
     assert res.solver == "cpsat" and res.status == SolveStatus.OPTIMAL and not wiring_violations(res.artifact)
-    assert wire(p, "auto", SolveParams(time_limit_s=20)).solver == "milp-highs"
+    # (10 s: whether HiGHS proves this one in 5 s or runs its clock out turns on the last digits of the bound)
+    assert wire(p, "auto", SolveParams(time_limit_s=10)).solver == "milp-highs"
