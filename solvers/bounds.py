@@ -483,24 +483,23 @@ def _least_failing(problem: WiringProblem, feasible) -> float:
     lo = injection_bound(problem)
     if lo <= 0:
         return 0.0
-    f_lo = feasible(lo)
-    if f_lo is True or f_lo is not False and f_lo >= 0:
+    first = feasible(lo)
+    graded = not isinstance(first, (bool, np.bool_))
+    holds = (lambda T: feasible(T) >= 0) if graded else feasible
+    if (first >= 0) if graded else first:
         return 0.0
     hi = 2 * lo
-    f_hi = feasible(hi)
-    while f_hi is False or f_hi is not True and f_hi < 0:
+    while not holds(hi):
         lo, hi = hi, 2 * hi
-        f_hi = feasible(hi)
-    if not isinstance(f_hi, bool):
+    if graded:
         root = brentq(feasible, lo, hi, xtol=1e-300, rtol=1e-11)
         below = root * (1 - 1e-10)
-        if lo < below and feasible(below) < 0:   # fails there: the bound, within 1e-10 of the root
+        if lo < below and not holds(below):     # fails there: the bound, within 1e-10 of the root
             return below
         hi = max(lo, min(hi, root))             # otherwise bisect what is left (never seen: a safeguard)
-        feasible = (lambda f: lambda T: f(T) >= 0)(feasible)
     while hi - lo > 1e-9 * hi:
         mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if not feasible(mid) else (lo, mid)
+        lo, hi = (mid, hi) if not holds(mid) else (lo, mid)
     return lo
 
 
