@@ -399,7 +399,7 @@ class WiringProblem:
         columns = mix_columns(net.links, mix_s)
         kept: list | None = [] if columns > 2 else None
         cap = MWU_SCORE_ROUNDS if kept is None else min(MWU_SCORE_ROUNDS, (resume or {}).get("run", 0) + columns - 2)
-        state = resume if resume is not None or kept is None else {}
+        state = resume if resume is not None else {}          # the mix's MWU may go on below
         theta, avg, rounds = mwu_routing(net, dem, rounds=cap, time_limit_s=left - mix_s if kept is not None else left,
                                          resume=state, rounds_out=kept)
         while kept is not None and rounds < cap:

@@ -95,7 +95,8 @@ class _Halves:
         for b in blocks:
             halves = []
             for half in np.array_split(b, 2):
-                lo, hi = first[np.sort(half)], first[np.sort(half) + 1]
+                ordered = np.sort(half)
+                lo, hi = first[ordered], first[ordered + 1]
                 size = hi - lo
                 at = np.repeat(lo - np.cumsum(size) + size, size) + np.arange(int(size.sum()))
                 row[half] = np.arange(half.size)
@@ -309,6 +310,8 @@ def mwu_routing(net: Network, demand: np.ndarray, rounds: int = 60, time_limit_s
     `resume`: a dict that carries the run across calls on the same network and demand; empty, the run starts
     afresh and leaves its state there, and a later call with it goes on from the round it stopped at (the
     same rounds as one longer run: a second clock on a wiring adds to the first).
+
+    `rounds_out`: a list each round's own link loads are appended to (a routing each, for `best_mix`).
 
     `workers`: 2 runs the second half of every block in a helper process (`_Helper`), 1 runs alone, None
     picks 2 when this process has two cores and the routing is big enough to repay the helper's start
