@@ -105,14 +105,17 @@ def test_cpsat_model_on_rounded_units_proves_nothing(objective):
 @pytest.mark.parametrize("seed", [1, 31, 41])
 def test_cpsat_and_milp_prove_the_same_hops_optimum(seed):
     """Random 8-10 accelerator instances under hops that HiGHS proves in under a second: CP-SAT's two default
-    workers left 0.3-1.1% open at 20 s; one worker with every constraint in its LP proves them in 0.1-4 s."""
+    workers left 0.3-1.1% open at 20 s; one worker with every constraint in its LP proves them in 0.1-4 s on
+    an AMD EPYC and 0.5-15 s on a slower Intel Xeon (seed 41, where its solutions descend from 1031 units to
+    the optimum's 701 before the bound of 700 moves; hinting the best baseline did not help), so its clock is
+    40 s: a proof ends the solve, the clock is only a ceiling."""
     rng = np.random.default_rng(seed)
     n, ports, dens = int(rng.choice([6, 8, 10, 12])), int(rng.choice([2, 3, 4])), float(rng.choice([0.3, 0.6, 1.0]))
     t = rng.integers(1, 10, size=(n, n)) * 1e7 * (rng.random((n, n)) < dens)
     np.fill_diagonal(t, 0)
     p = WiringProblem(TrafficMatrix(t), OCSLayout.uniform(n, ports), 400.0, "hops")
     milp = wire(p, "milp", SolveParams(time_limit_s=20, backend="highs"))
-    cp = wire(p, "cpsat", SolveParams(time_limit_s=20))
+    cp = wire(p, "cpsat", SolveParams(time_limit_s=40))
     assert milp.status == SolveStatus.OPTIMAL and cp.status == SolveStatus.OPTIMAL, (cp.objective, cp.bound)
     assert cp.objective == pytest.approx(milp.objective, rel=1e-6) and not wiring_violations(cp.artifact)
 
