@@ -53,7 +53,7 @@ LAYERED_CPSAT_S = 2.0     # CP-SAT's clock for them at least (32 accelerators: 0
 REALIZE_RESTARTS = 100000   # the Kempe-chain colouring's restarts at most (its deadline ends them first)
 LS_SHARE = 0.8        # of the colouring's clock for CP-SAT's local search, the rest for the Kempe chains
 MIN_RANK_S = 0.2      # the short routing that ranks the V's of each k gets at least this clock
-BUILD_SHARE = 0.4     # of the clock for building the V's of the three k's (their swap searches)
+BUILD_SHARE = 0.4     # of the clock the three k's V's take to build (their swaps), about: the ranking's share follows
 PERM_TRIES = 60       # orders of a group tried for each pair of V layers (groups of 4 or more on planes)
 RANK_SHARE = 0.3      # of the clock for ranking them; the colouring of the fastest has the rest
 SPARSE_PAIRS = 16     # demand pairs per accelerator at most of a phase the ranking routes by its two-hop path LP
@@ -64,8 +64,9 @@ def relay_vees(problem, seed: int = 0, time_limit_s: float = 5.0, moves: int = V
     circuits, the direct policy, accelerators with different port counts, or fewer than four ports left per
     accelerator). k is the relay count's, one more (fewer relayed TP bytes) and one less (its circuits inside
     a group leave the all-to-all more ports). The
-    V's of each are built in BUILD_SHARE of the clock and ranked by a short routing of their multigraphs
-    in RANK_SHARE (`_rank_time`; the routing does not depend on the switches); the fastest is coloured onto
+    V's of each are built on `moves` swaps (about BUILD_SHARE of a 5 s clock on an Intel Xeon; the clock left,
+    split among them, only caps them: capped at BUILD_SHARE of it, a build there stopped short of its moves and
+    the same seed gave another wiring) and ranked by a short routing of their multigraphs in RANK_SHARE (`_rank_time`; the routing does not depend on the switches); the fastest is coloured onto
     the switches with the rest of the clock (COLOUR_MIN_S at least), the next ones if it does not colour, each
     with what is left (COLOUR_RETRY_S at least: a wiring a moment over the clock beats none).
     V's built on their planes need no colouring: then the ranking has the rest of the clock. On OCSes smaller
@@ -84,8 +85,8 @@ def relay_vees(problem, seed: int = 0, time_limit_s: float = 5.0, moves: int = V
     k = _circuits_per_pair(problem, found[1])
     ks = [x for x in (k, k + 1, k - 1) if x >= 1]
     graphs = []
-    for i, x in enumerate(ks):
-        left = BUILD_SHARE * time_limit_s - (time.perf_counter() - t0)
+    for i, x in enumerate(ks):     # each on its budget of moves; the clock left, split evenly, only caps it
+        left = time_limit_s - (time.perf_counter() - t0)
         built = _vee_pairs(problem, found, x, seed, max(0.0, left / (len(ks) - i)), moves)
         if built is not None:
             graphs.append(built)
