@@ -394,18 +394,36 @@ def mwu_routing(net: Network, demand: np.ndarray, rounds: int = 60, time_limit_s
     return best[0], best[1], run
 
 
+MIX_TAIL_S = 0.1       # of best_mix's clock kept for reading and re-evaluating the weights
 MIX_RATE = 1.9 / (150 ** 1.5 * 10364)   # s per links x columns^1.5 of the mix's LP (moe5t-576: 150 rounds in 1.9 s)
+MIX_LEARN_MIN = 50     # columns from which a mix's LP time tells this machine's speed (below, its set-up dominates)
+_mix_speed = [1.0]     # this machine's mix LP time over MIX_RATE's, as this process's mixes measured it
+
+
+def _rate() -> float:
+    return MIX_RATE * _mix_speed[0]
 
 
 def mix_columns(links: int, time_limit_s: float) -> int:
     """The routings `best_mix` takes on `links` links within `time_limit_s` (its LP's time grows as columns^1.5,
-    MIX_RATE; three fifths of the clock, for the machine's noise)."""
-    return int((0.6 * time_limit_s / (MIX_RATE * max(links, 1))) ** (2 / 3)) if time_limit_s > 0 else 0
+    MIX_RATE times this machine's speed as the process's earlier mixes measured it; three fifths of the clock,
+    for the machine's noise)."""
+    return int((0.6 * time_limit_s / (_rate() * max(links, 1))) ** (2 / 3)) if time_limit_s > 0 else 0
 
 
 def mix_time(links: int, columns: int) -> float:
     """The clock `mix_columns` would ask for `columns` routings on `links` links."""
-    return MIX_RATE * max(links, 1) * max(columns, 0) ** 1.5 / 0.6
+    return _rate() * max(links, 1) * max(columns, 0) ** 1.5 / 0.6
+
+
+def _learn_speed(links: int, columns: int, took: float, finished: bool) -> None:
+    """Record what a mix's LP took against MIX_RATE's prediction: its ratio when it finished, at least that when
+    the clock stopped it (an Intel Xeon 1.75x slower than the AMD EPYC MIX_RATE was measured on: moe5t-576's
+    300-round mix ran into its clock and the whole score 1 s past its own)."""
+    if columns < MIX_LEARN_MIN:
+        return
+    ratio = took / (MIX_RATE * links * columns ** 1.5)
+    _mix_speed[0] = min(max(ratio if finished else max(ratio, _mix_speed[0]), 0.25), 8.0)
 
 
 def best_mix(routings: list[np.ndarray], cap: np.ndarray, time_limit_s: float) -> tuple[float, np.ndarray | None]:
@@ -418,6 +436,7 @@ def best_mix(routings: list[np.ndarray], cap: np.ndarray, time_limit_s: float) -
     averaged in adjacent groups (the weights are then the groups'); (inf, None) when the LP gives no answer in
     time."""
     import highspy
+    t0 = time.perf_counter()
     if not routings:
         return np.inf, None
     U = np.stack(routings, axis=1) / cap[:, None]                    # links x columns
@@ -437,7 +456,6 @@ def best_mix(routings: list[np.ndarray], cap: np.ndarray, time_limit_s: float) -
         h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("solver", "ipm")
-    h.setOptionValue("time_limit", float(time_limit_s))
     inf = highspy.kHighsInf
     lp = highspy.HighsLp()
     lp.num_col_, lp.num_row_ = k + 1, n + 1
@@ -449,8 +467,15 @@ def best_mix(routings: list[np.ndarray], cap: np.ndarray, time_limit_s: float) -
     lp.a_matrix_.index_ = np.r_[np.tile(np.arange(n + 1), k), np.arange(n)]
     lp.a_matrix_.value_ = np.r_[np.c_[U.T / scale, np.ones(k)].ravel(), -np.ones(n)]
     h.passModel(lp)
+    # the clock less what building the LP took (moe5t-576, 300 rounds: 0.4-0.6 s), so the mix ends within it
+    left = time_limit_s - (time.perf_counter() - t0) - MIX_TAIL_S
+    if left <= 0:
+        return np.inf, None
+    h.setOptionValue("time_limit", float(left))
+    ran = time.perf_counter()
     with quiet_stdout():
         h.run()
+    _learn_speed(n, k, time.perf_counter() - ran, h.getModelStatus() == highspy.HighsModelStatus.kOptimal)
     w = np.clip(np.asarray(h.getSolution().col_value, dtype=np.float64)[:k], 0.0, None)
     if w.size != k or not w.sum() > 0:
         return np.inf, None

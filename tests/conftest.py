@@ -12,6 +12,15 @@ def _run_from_root(monkeypatch):
     monkeypatch.chdir(ROOT)
 
 
+@pytest.fixture(autouse=True)
+def _mix_speed_as_shipped(monkeypatch):
+    """Each test starts from MIX_RATE as shipped: the speed a mix learns (synth.routing._learn_speed) would
+    otherwise carry from one test to the next, so how many MWU rounds a later test mixes would hang on the order
+    and on how busy the machine was."""
+    from synth import routing
+    monkeypatch.setattr(routing, "_mix_speed", [1.0])
+
+
 @pytest.fixture
 def ctrl_c_on():
     """Ctrl-C as in a terminal: Python's default SIGINT handler, restored after. A process started in the

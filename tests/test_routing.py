@@ -308,3 +308,31 @@ def test_the_best_mix_of_routings_is_a_routing_no_worse_than_each(case, monkeypa
     value, how = p.score(wiring, "best", 4.0)
     assert how.endswith("their best mix)")
     assert optimal_routing(p.network(wiring), t)[0] * (1 - 1e-9) <= value
+
+
+def test_the_mix_learns_this_machines_lp_speed(monkeypatch):
+    """`best_mix` plans its columns by MIX_RATE, measured on one machine; on one 1.75x slower its LP ran into its
+    clock and the score ended 1 s past its own. Each mix of MIX_LEARN_MIN columns or more now records its LP's
+    time against the prediction: a finished LP sets the speed, one the clock stopped can only raise it, and the
+    columns planned follow. A real mix leaves a ratio in the clamped range."""
+    from synth import routing
+    monkeypatch.setattr(routing, "_mix_speed", [1.0])
+    links, cols = 10_000, 200
+    before = routing.mix_columns(links, 10.0)
+    predicted = routing.MIX_RATE * links * cols ** 1.5
+    routing._learn_speed(links, cols, 2.0 * predicted, finished=True)
+    assert routing._mix_speed[0] == pytest.approx(2.0)
+    assert routing.mix_columns(links, 10.0) < before
+    assert routing.mix_time(links, cols) == pytest.approx(2.0 * predicted / 0.6)
+    routing._learn_speed(links, cols, 1.5 * predicted, finished=False)    # stopped early: says "at least 1.5"
+    assert routing._mix_speed[0] == pytest.approx(2.0)
+    routing._learn_speed(links, cols, 3.0 * predicted, finished=False)
+    assert routing._mix_speed[0] == pytest.approx(3.0)
+    routing._learn_speed(links, routing.MIX_LEARN_MIN - 1, 100.0, finished=True)   # set-up bound: not learnt
+    assert routing._mix_speed[0] == pytest.approx(3.0)
+    routing._learn_speed(links, cols, 0.5 * predicted, finished=True)    # a faster machine: more columns
+    assert routing._mix_speed[0] == pytest.approx(0.5) and routing.mix_columns(links, 10.0) > before
+    rng = np.random.default_rng(0)
+    us = [rng.random(400) for _ in range(routing.MIX_LEARN_MIN)]
+    t, w = routing.best_mix(us, np.ones(400), 30.0)
+    assert np.isfinite(t) and 0.25 <= routing._mix_speed[0] <= 8.0
