@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from synth.model import Circuit, OCSLayout
+from synth.network import highs_threads
 from synth.realize import assign_ports
 
 
@@ -146,6 +147,7 @@ def most_on_switches(layout: OCSLayout, a: np.ndarray, b: np.ndarray, seed: int 
     with quiet_stdout():                                   # HiGHS's banner, at a process's first model
         H = highspy.Highs()
     H.setOptionValue("output_flag", False)
+    H.setOptionValue("threads", highs_threads(0))
     H.setOptionValue("time_limit", float(max(0.1, time_limit_s)))
     H.setOptionValue("mip_max_nodes", MOST_NODES)
     H.setOptionValue("random_seed", int(seed))

@@ -1,24 +1,16 @@
 """HiGHS keeps one task scheduler per calling thread, sized by the first solve's `threads` option; a later
 solve on the same thread asking for another count stops at once, "Not Solved" (HiGHS.jl#130; one scheduler
-per thread since HiGHS#818). `threads(n)` before a solve resets the calling thread's scheduler when the
-count changes, so one process can mix counts (`--threads`, the schedule MILP's 2, the case split's 1)."""
+per thread since HiGHS#818). `threads(n)` (synth.network.highs_threads) before a solve resets the calling
+thread's scheduler when the count changes, so one process can mix counts (`--threads`, the schedule MILP's 2,
+the case split's 1, HiGHS's own count for the routing LPs)."""
 from __future__ import annotations
 
 import functools
-import threading
 import time
 
-_last = threading.local()
+from synth.network import highs_threads
 
-
-def threads(n: int) -> int:
-    """Make the calling thread's HiGHS scheduler fit `n` threads; returns n (for the solver's option)."""
-    n = int(n)
-    if getattr(_last, "n", n) != n:
-        import highspy
-        highspy.Highs.resetThreadScheduler(True)
-    _last.n = n
-    return n
+threads = highs_threads     # one record of each thread's scheduler for synth's models and the solvers'
 
 
 def pulp_highs(deadline: float, **options):

@@ -49,6 +49,7 @@ import time
 import numpy as np
 
 from synth.model import Circuit, OCSLayout, Wiring
+from synth.network import highs_threads
 from synth.realize import assign_ports
 from .colouring import MOST_S, most_on_switches
 
@@ -561,6 +562,7 @@ def on_switches(problem, T: float, seed: int = 0, time_limit_s: float = ON_SWITC
     with quiet_stdout():                                   # HiGHS's banner, at a process's first model
         H = highspy.Highs()
     H.setOptionValue("output_flag", False)
+    H.setOptionValue("threads", highs_threads(0))
     H.setOptionValue("time_limit", float(time_limit_s))
     H.setOptionValue("mip_rel_gap", 1e-3)
     H.setOptionValue("random_seed", int(seed))

@@ -12,6 +12,7 @@ scipy.sparse.csgraph, no per-flow Python loops.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -20,6 +21,25 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
 from .errors import InvalidInput
+
+_highs_last = threading.local()
+
+
+def highs_threads(n: int) -> int:
+    """Make the calling thread's HiGHS scheduler fit `n` threads (0: HiGHS's own count, the cores here); returns
+    n for the model's `threads` option. HiGHS keeps one task scheduler per calling thread, sized by the first
+    solve's `threads`; a later solve on that thread asking for another count fails at once (HighsStatus kError,
+    model status not set; HiGHS.jl#130, one scheduler per thread since HiGHS#818). So every model of the project
+    sets its count through here, and the scheduler is reset whenever the count changes or was not set here:
+    a model left at HiGHS's default (2 threads on 2 cores) had sized it, and the Moore bound's b-matching LP
+    (1 thread) then failed on every call, leaving kimi-k2-288's bound 0.52% lower after a moe5t-576 solve in
+    the same process."""
+    n = int(n)
+    if getattr(_highs_last, "n", None) != n:
+        import highspy
+        highspy.Highs.resetThreadScheduler(True)
+    _highs_last.n = n
+    return n
 
 UNREACHABLE = np.iinfo(np.int32).max
 ECMP_BLOCK = 1_000_000   # (link, destination) entries per block of destinations in `ecmp_loads` (cache-sized)
@@ -487,6 +507,7 @@ def _solve_lp(c: np.ndarray, A_ub: sp.csr_matrix, b_ub: np.ndarray, A_eq: sp.csr
     with quiet_stdout():
         h = highspy.Highs()
     h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", highs_threads(0))
     h.setOptionValue("solver", method)
     h.setOptionValue("run_crossover", "on" if crossover else "off")
     h.setOptionValue("time_limit", float(time_limit_s))

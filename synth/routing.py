@@ -29,7 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
-from .network import Network
+from .network import Network, highs_threads
 
 MWU_BLOCKS = 8          # source blocks per round, the lengths updated after each
 AVERAGE_POWER = 0.5     # round k weighs k ** AVERAGE_POWER in the averaged routing
@@ -455,6 +455,7 @@ def best_mix(routings: list[np.ndarray], cap: np.ndarray, time_limit_s: float) -
     with quiet_stdout():                          # HiGHS's banner, at a process's first model
         h = highspy.Highs()
     h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", highs_threads(0))
     h.setOptionValue("solver", "ipm")
     inf = highspy.kHighsInf
     lp = highspy.HighsLp()

@@ -336,3 +336,37 @@ def test_the_mix_learns_this_machines_lp_speed(monkeypatch):
     us = [rng.random(400) for _ in range(routing.MIX_LEARN_MIN)]
     t, w = routing.best_mix(us, np.ones(400), 30.0)
     assert np.isfinite(t) and 0.25 <= routing._mix_speed[0] <= 8.0
+
+
+def test_highs_models_at_different_thread_counts_run_one_after_another():
+    """HiGHS sizes each thread's scheduler by the first solve and fails a later one asking for another count.
+    The routing LPs ran at HiGHS's own count (2 on 2 cores) and the Moore bound's b-matching at 1, which then
+    failed on every call: kimi-k2-288's bound was 0.52% lower after a moe5t-576 solve in the same process. Every
+    model now sets its count through `highs_threads`, so each runs whatever ran before it on the thread."""
+    from solvers.bounds import bmatching_bytes
+    from synth.model import OCSLayout, TrafficMatrix
+    from synth.network import optimal_routing
+    from synth.problem import WiringProblem
+    from synth.routing import best_mix
+    rng = np.random.default_rng(1)
+    t = rng.random((12, 12)) * 1e6
+    np.fill_diagonal(t, 0.0)
+    p = WiringProblem(TrafficMatrix(t), OCSLayout.uniform(12, 3), 100.0)
+    deg = [np.full(12, 3.0)]
+    alone = bmatching_bytes(p, deg)
+    assert np.isfinite(alone[0])
+    ring = Network.from_pairs("ring", 4, 4, [(0, 1), (1, 2), (2, 3), (3, 0)], 1.0, 0.0)
+    dem = np.zeros((4, 4))
+    dem[0, 1] = 3.0
+    got: list = []
+
+    def on_a_new_thread():      # its own scheduler, not yet sized: the routing LP sizes it first
+        for _ in range(2):
+            got.append(optimal_routing(ring, dem)[0])                      # HiGHS's own count
+            got.append(bmatching_bytes(p, deg))                            # one thread
+            got.append(best_mix([np.ones(ring.links), np.ones(ring.links)], ring.capacity_bps, 5.0)[0])
+    import threading
+    worker = threading.Thread(target=on_a_new_thread)
+    worker.start()
+    worker.join()
+    assert got == [pytest.approx(1.5), alone, pytest.approx(1.0)] * 2
