@@ -66,7 +66,8 @@ def relay_vees(problem, seed: int = 0, time_limit_s: float = 5.0, moves: int = V
     a group leave the all-to-all more ports). The
     V's of each are built on `moves` swaps (about BUILD_SHARE of a 5 s clock on an Intel Xeon; the clock left,
     split among them, only caps them: capped at BUILD_SHARE of it, a build there stopped short of its moves and
-    the same seed gave another wiring) and ranked by a short routing of their multigraphs in RANK_SHARE (`_rank_time`; the routing does not depend on the switches); the fastest is coloured onto
+    the same seed gave another wiring) and ranked by a short routing of their multigraphs in RANK_SHARE
+    (`_rank_time`; the routing does not depend on the switches); the fastest is coloured onto
     the switches with the rest of the clock (COLOUR_MIN_S at least), the next ones if it does not colour, each
     with what is left (COLOUR_RETRY_S at least: a wiring a moment over the clock beats none).
     V's built on their planes need no colouring: then the ranking has the rest of the clock. On OCSes smaller
