@@ -223,6 +223,7 @@ def test_the_near_moore_graph_embedded_on_split_planes_keeps_most_of_its_circuit
     assert len(embedded(g, OCSLayout.planes(n, ports), 0, 1.0).circuits) == len(g.circuits)   # whole: all stay
 
 
+@pytest.mark.slow
 def test_the_search_on_split_planes_starts_from_the_embedded_near_moore_graph():
     """A uniform all-to-all on 57 accelerators, 8 ports, 30-port OCSes (two per plane): no near-Moore graph fits
     the split planes whole, so the search started from the expander or TopoOpt-style wiring (0.00124-0.00126 s

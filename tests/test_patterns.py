@@ -142,6 +142,7 @@ def test_ctrl_c_during_the_split_stops_both_probes_and_keeps_the_answer(monkeypa
     assert threading.active_count() == before
 
 
+@pytest.mark.slow
 def test_auto_takes_cpsat_where_the_split_runs():
     """`auto` picks the MILP up to 16 accelerators, and CP-SAT where the split applies with its clock (groups12 at
     60 s: CP-SAT proves the optimum in about 30 s, the MILP ends 5.6% short)."""

@@ -295,6 +295,7 @@ def test_relay_vees_give_every_tp_pair_two_hop_relays():
     assert relay_vees(phased(random_phases(8, 0), 3)) is None
 
 
+@pytest.mark.slow
 def test_relay_vees_on_ocses_smaller_than_a_plane_keep_what_the_switches_hold():
     """Planes of 64 fibres split over 16-port OCSes: none of the V's multigraphs colours (before: None after
     8.6 s of colouring). The best ranked keeps as many of its circuits as the OCSes hold and pairs the ports
@@ -436,6 +437,7 @@ def test_relay_vees_on_planes_are_built_on_their_switches(monkeypatch):
     assert b is not None and b[1] is None
 
 
+@pytest.mark.slow
 def test_search_takes_the_relay_vees_where_they_are_faster(monkeypatch):
     """On 32 accelerators with 14 ports the V's wiring beats every searched start and is the answer, faster
     than what the search finds without it."""

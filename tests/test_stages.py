@@ -135,7 +135,7 @@ def test_symmetry_rows_keep_every_minimum_of_the_group_model(monkeypatch):
         assert (a == b == math.inf) or a == pytest.approx(b, abs=1e-6), c
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("seed", [pytest.param(0, marks=pytest.mark.slow), 1, 2])
 def test_net_test_never_closes_a_time_a_wiring_reaches(seed):
     # the test can fail: a model that claimed too much would close the time of a wiring in hand. Groups of 4 at
     # seed 0: in groups of 3 on 5 planes the relay count (each plane holds one circuit inside a group: 5, where
@@ -460,7 +460,7 @@ def test_ring_blocks_need_equal_row_and_column_sums():
     assert blocks(q, uniform_groups(p)) is None
 
 
-@pytest.mark.parametrize("shape", [(4, 2, 3, 5e7), (4, 3, 4, 5e7),
+@pytest.mark.parametrize("shape", [(4, 2, 3, 5e7), pytest.param((4, 3, 4, 5e7), marks=pytest.mark.slow),
                                    pytest.param((4, 4, 6, 5e7), marks=pytest.mark.slow)])    # (22 s)
 def test_ring_probes_never_close_a_time_a_wiring_reaches(shape):
     # the test can fail: a relaxation that claimed too much would close the time of a wiring in hand

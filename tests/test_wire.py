@@ -102,7 +102,7 @@ def test_cpsat_model_on_rounded_units_proves_nothing(objective):
     assert res.status == SolveStatus.FEASIBLE and "model_bound" not in res.extra and "model" not in res.extra["bounds"]
 
 
-@pytest.mark.parametrize("seed", [1, 31, 41])
+@pytest.mark.parametrize("seed", [1, 31, pytest.param(41, marks=pytest.mark.slow)])    # (15 s)
 def test_cpsat_and_milp_prove_the_same_hops_optimum(seed):
     """Random 8-10 accelerator instances under hops that HiGHS proves in under a second: CP-SAT's two default
     workers left 0.3-1.1% open at 20 s; one worker with every constraint in its LP proves them in 0.1-4 s on
@@ -1352,6 +1352,7 @@ def test_near_moore_wiring_from_the_polarity_graph():
         assert nx.is_isomorphic(nx.Graph(res.artifact.to_networkx()), nx.Graph(built.to_networkx()))
 
 
+@pytest.mark.slow
 def test_the_polarity_graph_of_a_larger_plane_keeps_as_many_colours_as_ports_and_grows():
     from scipy.sparse.csgraph import shortest_path
     from solvers.baselines import expander
@@ -1689,7 +1690,7 @@ def test_most_on_switches_keeps_the_heavier_pair_where_the_count_ties():
         assert most_on_switches(lay, a, b, seed, weight=np.array([1.5, 1.0])).tolist() == [0, -1]
 
 
-@pytest.mark.parametrize("n, ports, radix", [(24, 6, 8), (36, 6, 12), (48, 4, 16)])
+@pytest.mark.parametrize("n, ports, radix", [(24, 6, 8), pytest.param(36, 6, 12, marks=pytest.mark.slow), (48, 4, 16)])
 def test_the_torus_on_split_planes_keeps_the_most_of_its_circuits_the_switches_hold(n, ports, radix):
     """Planes split over smaller OCSes hold no whole torus (a neighbour pair shares an OCS on few planes). The
     pairs that did not colour were dropped from the end of the list until the rest coloured, which left
@@ -1862,6 +1863,7 @@ def test_lp_relaxation_holds_the_switches_where_they_bind(monkeypatch):
     assert with_rows == pytest.approx(alone.objective, rel=1e-6) and with_rows <= alone.objective
 
 
+@pytest.mark.slow
 def test_heavy_pairs_on_split_planes_are_placed_by_a_model_that_sees_the_switches():
     """On planes split over OCSes smaller than a plane (the spread plan) a TP pair holds circuits only on the
     OCSes both reach, and one OCS's matching serves several pairs: `on_switches` places the relay count's
@@ -2833,6 +2835,7 @@ def test_load_aware_swaps_keep_only_faster_wirings_on_the_switches():
     assert w is start and routed == kept == 0 and t <= t0 and not cut
 
 
+@pytest.mark.slow
 def test_the_search_ends_with_load_aware_swaps_where_they_apply(monkeypatch):
     """`wire --solver search` on a sparse skewed case: the clock left after the scoring goes to the load-aware
     swaps, and the answer says so; a move budget (a repeatable run), the hops objective and a dense wiring skip
