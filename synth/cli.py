@@ -283,6 +283,82 @@ def verify(wiring: str, instance_path: str | None, schedule_path: str | None, as
     sys.exit(EXIT_INVALID if bad else 0)
 
 
+@main.command("fibre-plan")
+@click.argument("wirings", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=str))
+@click.option("--switch-radix", "radix", type=int, required=True, help="Ports of every OCS the planes are cabled onto.")
+@click.option("--planes", type=int, default=None,
+              help="OCS planes: port k of every accelerator on plane k mod PLANES (default: one per port index).")
+@click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False, path_type=str),
+              help="Existing folder for the plan and each wiring on it.")
+@click.option("--time-limit", type=float, default=10.0, show_default=True,
+              help="Seconds for CP-SAT's packing of a plane, where first-fit fails.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@handles_errors
+def fibre_plan(wirings: tuple[str, ...], radix: int, planes: int | None, out_dir: str, time_limit: float,
+               as_json: bool) -> None:
+    """One fibre plan (cabling onto OCSes of --switch-radix ports) that hosts every one of WIRINGS: modes of a
+    deployment that re-use the same ports (MoSE's templates, a failover re-wire), so that moving between
+    them only re-programs the OCSes. Writes into the folder: fibre-plan.csv and fibres.csv (the cabling),
+    and for each wiring NAME.json on the plan (verified) with its cross-connect tables in NAME/.
+
+    Exit status: 0 written, 1 no plan of those OCSes hosts them all (nothing written), 2 bad input.
+    """
+    from solvers.fibre_plan import common
+
+    from .formats import atomic_write, cabling_tables, load_wiring, save_wiring, write_xconnect
+    from .verify import wiring_violations
+    if not os.path.isdir(out_dir):
+        raise InvalidInput("folder does not exist", field="--output", source=out_dir)
+    if not time_limit > 0:
+        raise InvalidInput(f"must be > 0, got {time_limit}", field="--time-limit")
+    names = [Path(w).stem for w in wirings]
+    if len(set(names)) < len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise InvalidInput(f"two wirings are named {dup}: their files in the folder would collide", field="WIRINGS")
+    outs = [os.path.join(out_dir, f"{n}.json") for n in names]
+    mine = {os.path.realpath(w) for w in wirings}
+    for o in outs:
+        if os.path.realpath(o) in mine:
+            raise InvalidInput(f"would overwrite the input {o}: write the plan into another folder", field="--output")
+    loaded = []
+    for path in wirings:
+        w = load_wiring(path)
+        bad = wiring_violations(w)
+        if bad:
+            raise InvalidInput(f"not a valid wiring: {bad[0].message}", source=path)
+        loaded.append(w)
+    try:
+        plan = common(loaded, radix, planes, time_limit, names=list(wirings))
+    except InvalidInput as exc:             # the hardware's fields are the options here
+        option = {"switch_radix": "--switch-radix", "planes": "--planes"}.get(exc.field or "")
+        if option is None:
+            raise
+        raise InvalidInput(exc.rule, field=option) from None
+    if plan.layout is None:
+        click.echo(f"ocs-synth: no fibre plan hosts them all: {plan.detail}; nothing written. Re-wire one of them on "
+                   "the other's plan (wire ... --switch-layout DIR/fibre-plan.csv)", err=True)
+        sys.exit(EXIT_INVALID)
+    for path, w in zip(wirings, plan.wirings):
+        bad = wiring_violations(w)
+        if bad:                             # never write an artifact the verifier rejects
+            raise InvalidInput(f"internal error: {path} on the plan fails verify: {bad[0].message}", field="WIRINGS")
+    for name, text in cabling_tables(plan.layout).items():
+        atomic_write(os.path.join(out_dir, name), text)
+    for name, out, w in zip(names, outs, plan.wirings):
+        save_wiring(w, out)
+        os.makedirs(os.path.join(out_dir, name), exist_ok=True)
+        write_xconnect(w, os.path.join(out_dir, name))
+    result = {"wirings": list(wirings), "written": outs, "switches": plan.layout.switches, "switch_radix": radix,
+              "blocks": {str(k): v for k, v in plan.blocks.items()}}
+    if as_json:
+        echo_json(result)
+        return
+    largest = max((v[0] for v in plan.blocks.values() if v), default=0)
+    click.echo(f"fibre plan: {len(wirings)} wirings on {plan.layout.switches} OCSes of {radix} ports (largest block "
+               f"of fibres their circuits join: {largest}); wrote {out_dir}/fibre-plan.csv, fibres.csv and "
+               + ", ".join(f"{n}.json" for n in names))
+
+
 # --------------------------------------------------------------------------------------------------
 def _load_instance_opts(path: str, sets: tuple[str, ...], context_tokens: int | None):
     from .instance import load_instance

@@ -278,3 +278,101 @@ def test_relabelling_is_repeatable_under_its_draw_budget():
     lay = OCSLayout.planes(57, 8, 20)
     a, b = (relabelled(g, lay, 3, time_limit_s=60.0, draws=5000) for _ in range(2))
     assert a.circuits == b.circuits and a.circuits != g.circuits
+
+
+def _components_within_ocses(plan_wirings):
+    """Every pair of fibres any of the wirings joins sits on one OCS of the plan: the circuits keep their ends."""
+    lay = plan_wirings[0].layout
+    return all(lay.switch_of_port[c.a, c.a_port] == lay.switch_of_port[c.b, c.b_port] == c.switch
+               for w in plan_wirings for c in w.circuits)
+
+
+def test_one_fibre_plan_hosts_a_wiring_and_a_rewire_on_its_cabling():
+    """A wiring fitted to its plan and a second mode wired on that cabling (another seed's search): one plan
+    hosts both, on as many OCSes as a fixed plan; each keeps its circuits port for port and verifies, and
+    the same inputs give the same plan. Two wirings fitted apart join their planes' fibres into blocks
+    larger than an OCS: no plan, and the detail names the plane."""
+    from solvers.fibre_plan import common
+    envelope, split = OCSLayout.fitted_planes(32, 4, switch_radix=8)
+    a = fit(expander(envelope, seed=0), split)
+    t = TrafficMatrix(np.where(~np.eye(32, dtype=bool), 1e6, 0.0))
+    b = wire(WiringProblem(t, a.layout, 100.0), "search", SolveParams(time_limit_s=3, seed=4, max_moves=200)).artifact
+    assert b.circuits != a.circuits and b.layout == a.layout
+    plan = common([a, b], 8)
+    assert plan.status == "found" and plan.layout.switches == OCSLayout.planes(32, 4, 8).switches == 16
+    assert set(plan.layout.switch_radix) == {8} and np.bincount(plan.layout.switch_of_port.ravel()).max() <= 8
+    for before, after in zip((a, b), plan.wirings):
+        assert wiring_violations(after) == []
+        assert sorted((c.a, c.a_port, c.b, c.b_port) for c in after.circuits) == \
+            sorted((c.a, c.a_port, c.b, c.b_port) for c in before.circuits)
+    assert _components_within_ocses(plan.wirings)
+    assert np.array_equal(common([a, b], 8).layout.switch_of_port, plan.layout.switch_of_port)
+    other = fit(expander(envelope, seed=1), split)
+    none = common([a, other], 8)
+    assert none.status == "none" and none.layout is None and none.wirings == ()
+    assert none.detail.startswith("plane ") and "an OCS has 8 ports" in none.detail
+    with pytest.raises(InvalidInput, match="b.json: accelerators: 16 accelerators x 4 ports, a.json has 32 x 4"):
+        common([a, expander(OCSLayout.planes(16, 4), 0)], 8, names=["a.json", "b.json"])
+
+
+def test_blocks_that_first_fit_cannot_pack_are_packed_or_refuted_by_cpsat():
+    """Block sizes 5, 4, 3, 3, 3, 2 on two OCSes of 10 ports: first-fit decreasing leaves the 2 out, CP-SAT
+    packs them (5 + 3 + 2, 4 + 3 + 3); three blocks of 6 on two such OCSes fit by count (18 <= 20) and
+    CP-SAT proves that no packing exists."""
+    from solvers.fibre_plan import _packed
+    sizes = np.array([5, 4, 3, 3, 3, 2])
+    where, status = _packed(sizes, 2, 10, 10.0)
+    assert status == "found" and np.bincount(where, weights=sizes, minlength=2).tolist() == [10, 10]
+    assert _packed(np.array([6, 6, 6]), 2, 10, 10.0) == (None, "none")
+    assert _packed(np.array([11]), 2, 10, 10.0) == (None, "none")
+
+
+def test_cli_fibre_plan_writes_one_cabling_for_several_wirings(tmp_path):
+    """`ocs-synth fibre-plan A.json B.json --switch-radix R -o DIR`: the cabling and each wiring on it (valid,
+    with its cross-connect tables), exit 0; no plan: exit 1, one line, nothing written; bad input: exit 2,
+    one line naming the file or option, and the inputs untouched."""
+    m = str(tmp_path / "m.npy")
+    np.save(m, np.where(~np.eye(16, dtype=bool), 1e6, 0.0))
+    a, b, c = (str(tmp_path / f"{k}.json") for k in "abc")
+    common_args = ("--switch-radix", "8", "--port-bandwidth-gbps", "100", "--time-limit", "3")
+    assert run("wire", m, "--ports", "3", "--fibre-plan", "fit", *common_args, "--max-moves", "50", "-o", a,
+               "--xconnect", str(tmp_path))[0] == 0
+    assert run("wire", m, "--switch-layout", str(tmp_path / "fibre-plan.csv"), *common_args, "--seed", "2",
+               "--max-moves", "50", "-o", b)[0] == 0
+    assert run("wire", m, "--ports", "3", "--fibre-plan", "fit", *common_args, "--seed", "7", "--max-moves", "50",
+               "-o", c)[0] == 0
+    out = tmp_path / "out"
+    out.mkdir()
+    code, stdout, err = run("fibre-plan", a, b, "--switch-radix", "8", "-o", str(out), "--json")
+    assert code == 0, err
+    doc = json.loads(stdout)
+    assert doc["switches"] == 6 and doc["written"] == [str(out / "a.json"), str(out / "b.json")]
+    for k in "ab":
+        assert run("verify", str(out / f"{k}.json"))[0] == 0
+        assert sorted(p.name for p in (out / k).iterdir()) == \
+            ["fibre-plan.csv", "fibres.csv"] + [f"switch-{s:03d}.csv" for s in range(6)]
+    plan = np.loadtxt(out / "fibre-plan.csv", delimiter=",", dtype=np.int64)
+    assert plan.tolist() == json.loads((out / "a.json").read_text())["layout"]["switch_of_port"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, _, err = run("fibre-plan", a, c, "--switch-radix", "8", "-o", str(empty))
+    # two fits made apart: plane 0's circuits of the two join 14 of its 16 fibres into one block
+    assert code == 1 and "no fibre plan hosts them all: plane 0: the wirings' circuits join 14 of its" in err, err
+    assert err.count("\n") == 1 and not any(empty.iterdir())
+    before = {p: open(p).read() for p in (a, b)}
+    other = str(tmp_path / "other.json")
+    assert run("wire", m, "--ports", "2", "--port-bandwidth-gbps", "100", "--time-limit", "2", "-o", other)[0] == 0
+    twin = tmp_path / "twin"
+    twin.mkdir()
+    write(twin, "a.json", open(a).read())
+    for args, needle in [((a, other, "--switch-radix", "8", "-o", str(out)), "other.json: accelerators: 16 "
+                          "accelerators x 2 ports, "),
+                         ((a, b, "--switch-radix", "8", "-o", str(tmp_path)), "--output: would overwrite the input"),
+                         ((a, str(twin / "a.json"), "--switch-radix", "8", "-o", str(out)), "two wirings are named a"),
+                         ((a, b, "--switch-radix", "1", "-o", str(out)), "--switch-radix: a switch of radix 1"),
+                         ((a, b, "--switch-radix", "8", "--planes", "5", "-o", str(out)), "--planes: must be 1..3"),
+                         ((a, b, "--switch-radix", "8", "-o", str(tmp_path / "nope")), "--output: folder does not"),
+                         ((a, str(tmp_path / "missing.json"), "--switch-radix", "8", "-o", str(out)), "missing.json")]:
+        code, _, err = run("fibre-plan", *args)
+        assert code == 2 and needle in err and err.count("\n") == 1, (args, err)
+    assert {p: open(p).read() for p in (a, b)} == before
