@@ -121,3 +121,18 @@ def test_bench_wire_says_how_much_of_a_baseline_fitted_split_planes():
     assert rows["torus"]["structure"] == {"circuits": 12, "kept": 9} and rows["torus"]["check"] == "ok"
     assert 0 < rows["topoopt"]["structure"]["kept"] < rows["topoopt"]["structure"]["circuits"]
     assert "structure" not in rows["expander"]
+
+
+def test_the_shipped_best_known_wiring_verifies_at_its_recorded_time():
+    """instances/wiring/llama405b-16-phases.best.json: valid on the instance, and its phases objective is the
+    suite's best known, above the recorded bound and below what the phases MILP once claimed optimal
+    (0.0028472935 s, from a dual bound that lay above its own start)."""
+    from synth.bench import suite_problem
+    from synth.formats import load_wiring
+    from synth.instance import load_instance
+    from synth.verify import wiring_violations
+    case = next(c for c in load_suite("instances/wiring/suite.toml") if c["name"] == "llama405b-16-phases")
+    w = load_wiring("instances/wiring/llama405b-16-phases.best.json")
+    assert wiring_violations(w, load_instance(case["source"])) == []
+    t = suite_problem(case).score(w, "optimal")[0]
+    assert t == pytest.approx(case["best_known"], rel=1e-7) and case["bound"] < t < 0.0028472935 * (1 - 1e-3)
