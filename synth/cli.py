@@ -320,6 +320,8 @@ def fibre_plan(wirings: tuple[str, ...], radix: int, planes: int | None, out_dir
     for o in outs:
         if os.path.realpath(o) in mine:
             raise InvalidInput(f"would overwrite the input {o}: write the plan into another folder", field="--output")
+        if os.path.exists(o[:-5]) and not os.path.isdir(o[:-5]):
+            raise InvalidInput(f"{o[:-5]} is a file, where the cross-connect tables' folder goes", field="--output")
     loaded = []
     for path in wirings:
         w = load_wiring(path)

@@ -362,8 +362,10 @@ def test_cli_fibre_plan_writes_one_cabling_for_several_wirings(tmp_path):
     before = {p: open(p).read() for p in (a, b)}
     other = str(tmp_path / "other.json")
     assert run("wire", m, "--ports", "2", "--port-bandwidth-gbps", "100", "--time-limit", "2", "-o", other)[0] == 0
-    twin = tmp_path / "twin"
+    twin, clash = tmp_path / "twin", tmp_path / "clash"
     twin.mkdir()
+    clash.mkdir()
+    write(clash, "a", "a file named like a wiring's folder")
     write(twin, "a.json", open(a).read())
     for args, needle in [((a, other, "--switch-radix", "8", "-o", str(out)), "other.json: accelerators: 16 "
                           "accelerators x 2 ports, "),
@@ -372,6 +374,7 @@ def test_cli_fibre_plan_writes_one_cabling_for_several_wirings(tmp_path):
                          ((a, b, "--switch-radix", "1", "-o", str(out)), "--switch-radix: a switch of radix 1"),
                          ((a, b, "--switch-radix", "8", "--planes", "5", "-o", str(out)), "--planes: must be 1..3"),
                          ((a, b, "--switch-radix", "8", "-o", str(tmp_path / "nope")), "--output: folder does not"),
+                         ((a, b, "--switch-radix", "8", "-o", str(clash)), "clash/a is a file, where the cross-connect"),
                          ((a, str(tmp_path / "missing.json"), "--switch-radix", "8", "-o", str(out)), "missing.json")]:
         code, _, err = run("fibre-plan", *args)
         assert code == 2 and needle in err and err.count("\n") == 1, (args, err)
