@@ -125,10 +125,9 @@ def common(wirings: list[Wiring], radix: int, planes: int | None = None, time_li
     names = names or [f"wiring {i}" for i in range(len(wirings))]
     n, p = first.accelerators, first.ports_per_accelerator
     planes = p if planes is None else int(planes)
-    if radix < 2:
-        raise InvalidInput(f"a switch of radix {radix} cannot host a circuit (needs >= 2)", field="switch_radix")
     if not 1 <= planes <= p:
         raise InvalidInput(f"must be 1..{p} (the ports), got {planes}", field="planes")
+    OCSLayout.planes(n, p, radix, planes)        # the radix's checks: a circuit, an accelerator's ports on a plane
     attached = first.layout.switch_of_port >= 0
     for i, w in enumerate(wirings):
         if (w.accelerators, w.ports_per_accelerator) != (n, p):
@@ -144,15 +143,11 @@ def common(wirings: list[Wiring], radix: int, planes: int | None = None, time_li
                                field="circuits", source=names[i])
     plane = np.arange(p) % planes
     per = np.bincount(plane, minlength=planes)
-    if radix < per.max():
-        raise InvalidInput(f"a switch of radix {radix} cannot take the {int(per.max())} ports each accelerator has "
-                           "on one plane", field="switch_radix")
     blocks = _plane_switches(n, per, radix)                          # OCSes on each plane
     first_ocs = np.concatenate(([0], np.cumsum(blocks)[:-1]))
     fibre = np.arange(n * p).reshape(n, p)                           # fibre id of (accelerator, port)
     arrs = [w.circuit_array for w in wirings]
-    ends = np.concatenate([np.stack([fibre[a[:, 1], a[:, 2]], fibre[a[:, 3], a[:, 4]]], axis=1) for a in arrs]) \
-        if any(len(a) for a in arrs) else np.zeros((0, 2), dtype=np.int64)
+    ends = np.concatenate([np.stack([fibre[a[:, 1], a[:, 2]], fibre[a[:, 3], a[:, 4]]], axis=1) for a in arrs])
     union = coo_matrix((np.ones(len(ends)), (ends[:, 0], ends[:, 1])), shape=(n * p, n * p))
     _, comp = connected_components(union, directed=False)
     sop = np.full((n, p), -1, dtype=np.int64)
