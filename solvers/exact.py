@@ -345,6 +345,37 @@ def _plain(problem: WiringProblem, params: SolveParams, solve, start: Wiring | N
                            max(0.5, params.time_limit_s - (time.perf_counter() - t0)), cands)
 
 
+def _phases_split(problem: WiringProblem, params: SolveParams, solve, start: Wiring | None, name: str,
+                  prober_for=None, case_solve=None) -> SolveResult:
+    """The phases objective: the model alone (`_plain`), or on two coupled groups with STAGES_MIN_S of the
+    clock, the model's first round (at most STAGES_FIRST_S) and then the phases case split
+    (solvers/phase_cases.py) at its answer, again at each better wiring a probe finds. `prober_for(pg,
+    best)` gives the split's case prober on the group phase (default: the MILP's), `case_solve` the phases
+    model it runs on a case whose group phase reaches its cut-off (default: the MILP's)."""
+    from dataclasses import replace
+
+    from .phase_cases import phase_groups, phases_case_bound, phases_model
+    t0 = time.perf_counter()
+    pg = phase_groups(problem, STAGES_MAX_GROUP) if params.time_limit_s >= STAGES_MIN_S else None
+    if pg is None:
+        return _plain(problem, params, solve, start)
+    best = _plain(problem, replace(params, time_limit_s=_first_s(params, FIRST_SHARE, pg)), solve, start)
+    if best.status != SolveStatus.FEASIBLE or best.limit == Limit.INTERRUPT or best.objective is None \
+            or not np.isfinite(best.objective):
+        return best
+    say = params.progress or (lambda msg: None)
+    say(f"{name} phases model: {best.objective:.6g} s, bound {best.bound:.6g} s")
+    rounds = [_round(best, None)]
+    prober = None if prober_for is None else prober_for(pg, lambda: best)
+
+    def bounder(V, p, deadline, closed_at):
+        return phases_case_bound(problem, pg, V, p, deadline, closed_at, prober,
+                                 phases_model(problem, pg, p, case_solve))
+    best, bound, interrupted = _case_split(problem, params, t0, None, best, best.bound or 0.0, rounds, name,
+                                           bounder=bounder)
+    return _combined(problem, params, t0, best, min(bound, best.objective), rounds, interrupted)
+
+
 # --------------------------------------------------------------------------------------------------
 def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams(), start: Wiring | None = None) -> SolveResult:
     """Exact MILP through PuLP; `params.backend` is "cbc", "highs" or "auto" (HiGHS when available).
@@ -360,7 +391,7 @@ def solve_milp(problem: WiringProblem, params: SolveParams = SolveParams(), star
     from dataclasses import replace
     if problem.objective == "phases":
         from .phased import solve_milp_phases
-        return _plain(problem, params, partial(solve_milp_phases, start=start), start)
+        return _phases_split(problem, params, partial(solve_milp_phases, start=start), start, "milp")
     if problem.objective != "time" or problem.policy == "direct":
         return _plain(problem, params, _solve_milp, start)
     t0 = time.perf_counter()
@@ -466,11 +497,15 @@ TIGHT_GAP = 0.02     # below this gap a CP-SAT probe first tries to beat the bes
 
 
 def _case_split(problem: WiringProblem, params: SolveParams, t0: float, tg, best: SolveResult, bound: float,
-                rounds: list, name: str, prober=None) -> tuple[SolveResult, float, bool]:
+                rounds: list, name: str, prober=None, bounder=None) -> tuple[SolveResult, float, bool]:
     """The two-group case split (solvers/stages.py) at the best answer's time less half the gap, again at
     each better wiring a case probe finds (cases closed at a higher time stay closed), in STAGES_SHARE of the
-    time left. Returns (best, bound, interrupted)."""
+    time left. `bounder(T, params, deadline, closed_at)` runs one split (default `stages.case_bound` with
+    `prober`; the phases objective's is `phase_cases.phases_case_bound`). Returns (best, bound, interrupted)."""
     from .stages import case_bound
+    if bounder is None:
+        def bounder(T, p, d, ca):
+            return case_bound(problem, tg, T, p, d, ca, prober)
     say = params.progress or (lambda msg: None)
     closed_at: dict = {}
     while best.objective - bound > params.rel_gap * best.objective:
@@ -480,8 +515,7 @@ def _case_split(problem: WiringProblem, params: SolveParams, t0: float, tg, best
         T = best.objective * (1 - params.rel_gap / 2)
         say(f"{name} case split on the circuits between the two groups at {T:.6g} s")
         try:
-            b, found, info = case_bound(problem, tg, T, params, time.perf_counter() + STAGES_SHARE * left,
-                                        closed_at, prober)
+            b, found, info = bounder(T, params, time.perf_counter() + STAGES_SHARE * left, closed_at)
         except KeyboardInterrupt:
             rounds.append({"probe": T, "status": "case split", "verdict": "interrupted"})
             return best, bound, True
@@ -891,7 +925,8 @@ def solve_cpsat(problem: WiringProblem, params: SolveParams = SolveParams(), sta
     from dataclasses import replace
     if problem.objective == "phases":
         from .phased import solve_cpsat_phases
-        return _plain(problem, params, partial(solve_cpsat_phases, start=start), start)
+        return _phases_split(problem, params, partial(solve_cpsat_phases, start=start), start, "cpsat",
+                             lambda pg, best: cpsat_case_prober(pg.sub, pg.tg, params, best), solve_cpsat_phases)
     if problem.objective != "time" or problem.policy == "direct":
         return _plain(problem, params, _solve_cpsat, start)
     t0 = time.perf_counter()
@@ -978,6 +1013,48 @@ def _injection_cuts(cuts):
     return cuts
 
 
+def cpsat_case_prober(problem: WiringProblem, tg, params: SolveParams, best, ix=None, cuts=None, sym=None,
+                      per_switch=None):
+    """CP-SAT's probes of one case of the two-group split (solvers/stages.py) on `problem`, as
+    `stages.milp_prober`: the metric-inequality probe on the instance with the case's rows, and first, where
+    the groups apart have the symmetry for it (`stages.symmetric_relaxation`), the labelled probe there: its
+    integer flows (proofs) in FLOW_SHARE of the seconds, then its metric rows (wirings). `best()` gives the
+    best answer so far (its wiring is each probe's hint, its solver version the answer's); `ix`, `cuts`,
+    `sym` and `per_switch` are the caller's (built here when not given). Returns (verdict, result, bound)."""
+    from .benders import MetricCuts, probe
+    from .stages import relaxed_first, symmetric_relaxation
+    ix = _index(problem) if ix is None else ix
+    cuts = _injection_cuts(MetricCuts(problem, ix)) if cuts is None else cuts
+    sym = sym if sym is not None else _symmetry_rows(problem, ix, seconds=params.time_limit_s)
+    per_switch = _per_switch(problem) if per_switch is None else per_switch
+
+    def case_probe(case, T: float, seconds: float, on=problem, cuts=cuts, labelled=False, flows=False):
+        adj = best().artifact.adjacency()
+        rows = _symmetry_rows(on, ix, _labels(ix, (tg.groups, case), True)) if labelled else sym
+        verdict, found, _ = probe(on, ix, cuts, T, time.perf_counter() + seconds, params, rows, per_switch,
+                                  np.array([adj[p] for p in ix.pairs]), case=(tg.groups, case), labelled=labelled,
+                                  flows=flows)
+        if verdict != "found":
+            return verdict, None, None
+        kind = "integer-flow" if flows else "metric-inequality"
+        return "found", _finish(problem, "cpsat", best().solver_version, params, time.perf_counter(),
+                                SolveStatus.FEASIBLE, Limit.NONE, _wiring_from(problem, found[0], {}), None,
+                                {"model": f"{kind} probe, one case of the two-group split"}), None
+
+    def flows_first(case, T: float, seconds: float, **kw):
+        """The case with CP-SAT's integer flows (proofs) in FLOW_SHARE of the seconds, then the metric probe
+        (wirings) in the rest."""
+        end = time.perf_counter() + seconds
+        verdict, res, b = case_probe(case, T, FLOW_SHARE * seconds, flows=True, **kw)
+        left = end - time.perf_counter()
+        return (verdict, res, b) if verdict != "unknown" or left < 1.0 else case_probe(case, T, left, **kw)
+    relaxed = symmetric_relaxation(problem, tg)
+    if relaxed is None:
+        return case_probe
+    return relaxed_first(partial(flows_first, on=relaxed, cuts=_injection_cuts(MetricCuts(relaxed, ix)),
+                                 labelled=True), case_probe)
+
+
 def _metric_probes(problem: WiringProblem, params: SolveParams, t0: float, best: SolveResult,
                    rounds: list[dict], tg=None) -> SolveResult:
     """Bisect between the bound and the best wiring with metric-inequality probes (solvers/benders.py): the
@@ -1000,34 +1077,9 @@ def _metric_probes(problem: WiringProblem, params: SolveParams, t0: float, best:
     tried = None                 # the best wiring's time when a probe last tried to beat it
     interrupted = False
 
-    def case_probe(case, T: float, seconds: float, on=problem, cuts=cuts, labelled=False, flows=False):
-        adj = best.artifact.adjacency()
-        rows = _symmetry_rows(on, ix, _labels(ix, (tg.groups, case), True)) if labelled else sym
-        verdict, found, _ = probe(on, ix, cuts, T, time.perf_counter() + seconds, params, rows, per_switch,
-                                  np.array([adj[p] for p in ix.pairs]), case=(tg.groups, case), labelled=labelled,
-                                  flows=flows)
-        if verdict != "found":
-            return verdict, None, None
-        kind = "integer-flow" if flows else "metric-inequality"
-        return "found", _finish(problem, "cpsat", best.solver_version, params, time.perf_counter(),
-                                SolveStatus.FEASIBLE, Limit.NONE, _wiring_from(problem, found[0], {}), None,
-                                {"model": f"{kind} probe, one case of the two-group split"}), None
-
-    def flows_first(case, T: float, seconds: float, **kw):
-        """The case with CP-SAT's integer flows (proofs) in FLOW_SHARE of the seconds, then the metric probe
-        (wirings) in the rest."""
-        end = time.perf_counter() + seconds
-        verdict, res, b = case_probe(case, T, FLOW_SHARE * seconds, flows=True, **kw)
-        left = end - time.perf_counter()
-        return (verdict, res, b) if verdict != "unknown" or left < 1.0 else case_probe(case, T, left, **kw)
     prober = None
     if tg is not None and len(tg.groups) == 2:
-        from .stages import relaxed_first, symmetric_relaxation
-        relaxed = symmetric_relaxation(problem, tg)
-        prober = case_probe
-        if relaxed is not None:
-            prober = relaxed_first(partial(flows_first, on=relaxed, cuts=_injection_cuts(MetricCuts(relaxed, ix)),
-                                           labelled=True), case_probe)
+        prober = cpsat_case_prober(problem, tg, params, lambda: best, ix, cuts, sym, per_switch)
     best, bound, interrupted = _pattern_proofs(problem, params, t0, ix, cuts, per_switch, best, bound, rounds)
     if not interrupted and best.objective - bound > params.rel_gap * best.objective:
         best, bound, interrupted = _coupled_proofs(problem, params, t0, tg, best, bound, rounds, "cpsat", prober)

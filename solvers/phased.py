@@ -52,9 +52,12 @@ def _parts(problem: WiringProblem):
     return out
 
 
-def solve_milp_phases(problem: WiringProblem, params: SolveParams, per_switch: bool, start=None) -> SolveResult:
+def solve_milp_phases(problem: WiringProblem, params: SolveParams, per_switch: bool, start=None,
+                      case=None) -> SolveResult:
     """The MILP of the module doc, with Kelley's tangents until the wiring's exact objective meets the bound;
-    `start` (a wiring) is the first incumbent and gives the first tangents at its phases' times."""
+    `start` (a wiring) is the first incumbent and gives the first tangents at its phases' times. `case` =
+    (groups, case) restricts the circuits to one case of the two-group split (`stages.add_case_rows`; its
+    bound then holds for that case's wirings: solvers/phase_cases.py)."""
     import pulp
 
     from synth.formats import quiet_stdout
@@ -70,6 +73,9 @@ def solve_milp_phases(problem: WiringProblem, params: SolveParams, per_switch: b
     prob = pulp.LpProblem("phases", pulp.LpMinimize)
     sym = _symmetry_rows(problem, ix, seconds=params.time_limit_s)
     y, x, ncl = pulp_topology(prob, problem, ix, per_switch, sym)
+    if case is not None:
+        from .stages import add_case_rows
+        add_case_rows(prob, ix.pairs, x, case[0], case[1])
     lam, s = [], []
     # lam_k is 1 / phase k's time in units of unit[k] seconds: the phase's own bound, so lam_k <= 1 and the
     # tangents' coefficients stay near 1. In seconds (`lam_unit`), a phase of microseconds had lam ~1e5-5e8
@@ -183,9 +189,10 @@ def solve_milp_phases(problem: WiringProblem, params: SolveParams, per_switch: b
     return _finish(problem, name, version, params, t0, SolveStatus.FEASIBLE, limit, best[1], bound or None, extra)
 
 
-def solve_cpsat_phases(problem: WiringProblem, params: SolveParams, per_switch: bool, start=None) -> SolveResult:
+def solve_cpsat_phases(problem: WiringProblem, params: SolveParams, per_switch: bool, start=None,
+                       case=None) -> SolveResult:
     """The CP-SAT decomposition of the module doc; the first incumbent is the better of the expander and
-    `start` (a wiring)."""
+    `start` (a wiring). `case`: as `solve_milp_phases` (`stages.add_case_rows_cpsat`)."""
     import ortools
     from ortools.sat.python import cp_model
 
@@ -198,7 +205,8 @@ def solve_cpsat_phases(problem: WiringProblem, params: SolveParams, per_switch: 
     B = problem.port_bytes_per_s
     cuts = [MetricCuts(sub, ix) for _, sub, _ in parts]
     from . import baseline_wiring
-    first = baseline_wiring(problem, "expander", params.seed)
+    # in a case, no incumbent from outside it (its wirings' bound may lie above one: `exact._finish`)
+    first = baseline_wiring(problem, "expander", params.seed) if case is None else None
     upper = problem.score(first, "best")[0] if first is not None else float("inf")
     if start is not None and baselines.holds(start, problem.fixed_circuits):
         alt = problem.score(start, "best")[0]
@@ -210,6 +218,9 @@ def solve_cpsat_phases(problem: WiringProblem, params: SolveParams, per_switch: 
     m = cp_model.CpModel()
     sym = _symmetry_rows(problem, ix, seconds=params.time_limit_s)
     y, x, _ = cpsat_topology(m, problem, ix, per_switch, None, sym)
+    if case is not None:
+        from .stages import add_case_rows_cpsat
+        add_case_rows_cpsat(m, ix.pairs, x, case[0], case[1])
     xs = [x[p] for p in ix.pairs]
     scale_l = max(100, min(LENGTHS, (1 << 62) // ((2 * UNITS + len(parts)) * max(1, sum(ix.max_x.values()))
                                                   * (MAX_ROWS + 1))))

@@ -466,8 +466,8 @@ class CaseSplit:
 
 
 def split_cases(tg: UniformGroups, T: float, deadline: float, c_max: int = C_MAX, threads: int = 1,
-                model_time_s: float = 120.0, closed_at: dict | None = None) -> CaseSplit | None:
-    """Run the tests of the module doc on every case with 1 <= c <= c_max; None when the deadline passes
+                model_time_s: float = 120.0, closed_at: dict | None = None, c_min: int = 1) -> CaseSplit | None:
+    """Run the tests of the module doc on every case with c_min <= c <= c_max; None when the deadline passes
     first (then nothing is claimed). A case in `closed_at` closed at a time >= T stays closed (no wiring
     in it reaches that time, so none reaches T) and is not looked at again. The one-group models run
     `threads` at a time (HiGHS releases the GIL): first rho(0) of every partition on both sides, then one
@@ -493,7 +493,7 @@ def split_cases(tg: UniformGroups, T: float, deadline: float, c_max: int = C_MAX
 
     closed_at = {} if closed_at is None else closed_at
     done = {case for case, at in closed_at.items() if at >= T}
-    xs = {c: list(partitions(c, tg.n, tg.ports)) for c in range(1, c_max + 1)}
+    xs = {c: list(partitions(c, tg.n, tg.ports)) for c in range(c_min, c_max + 1)}
     todo = {c: [(xa, xb) for xa in xs[c] for xb in xs[c] if (c, xa, xb) not in done] for c in xs}
     xs = {c: sorted({x for pair in todo[c] for x in pair}, reverse=True) for c in xs}
     closed: dict = {}
@@ -598,6 +598,12 @@ def case_bound(problem: WiringProblem, tg: UniformGroups, T: float, params, dead
             unsettled.append(case)          # no bound from the split; a later case may still find a wiring
         else:
             bound = min(bound, b)
+    return probed(info, cases, unsettled, bound, t0)
+
+
+def probed(info: dict, cases: dict, unsettled: list, bound: float, t0: float):
+    """The end of a case split once every open case was probed: (bound, None, info), bound None when a
+    case stayed unsettled (no verdict and no dual bound)."""
     info.update(cases_probed=cases, wall_s=round(time.perf_counter() - t0, 1))
     if unsettled:
         info["verdict"] = f"not settled, no bound: {', '.join(map(str, unsettled))}"
@@ -611,9 +617,9 @@ def relaxed_first(labelled, plain):
     wiring scored on the instance) first and passes on what it cannot settle: when the relaxation has a
     wiring at T that the instance's routing does not, `plain` (the multiset probe on the instance) gets the
     time left. "infeasible" and a dual bound from the relaxation hold for the instance. More than C_MAX
-    circuits across ("at least") goes to `plain`."""
+    circuits across ("at least", or a range of them: "between") goes to `plain`."""
     def run(case, T: float, seconds: float):
-        if case[0] == "at least":
+        if case[0] in ("at least", "between"):
             return plain(case, T, seconds)
         end = time.perf_counter() + seconds
         verdict, res, b = labelled(case, T, seconds)
@@ -689,13 +695,16 @@ def symmetric_relaxation(problem: WiringProblem, tg: UniformGroups) -> WiringPro
 
 
 def _case_rows(pairs: list[tuple[int, int]], x: dict, groups, case, boolean, labelled: bool = False):
-    """The rows of one case as (terms [(coefficient, variable)], "==" or ">=", rhs): ("at least", C)
-    circuits across, or (c, x_A, x_B): c circuits across and the cross degrees of group g's accelerators
-    are the multiset x_g (binaries e[v, k] = `boolean(name)` choose each accelerator's degree k), or with
-    `labelled` the degrees `case_labels` gives (valid only on `symmetric_relaxation`)."""
+    """The rows of one case as (terms [(coefficient, variable)], "==", ">=" or "<=", rhs): ("at least", C)
+    circuits across, ("between", lo, hi) of them (solvers/phase_cases.py), or (c, x_A, x_B): c circuits
+    across and the cross degrees of group g's accelerators are the multiset x_g (binaries e[v, k] =
+    `boolean(name)` choose each accelerator's degree k), or with `labelled` the degrees `case_labels` gives
+    (valid only on `symmetric_relaxation`)."""
     across = _across(pairs, groups)
-    if case[0] == "at least":
+    if case[0] in ("at least", "between"):
         yield [(1, x[p]) for p in across], ">=", case[1]
+        if case[0] == "between":
+            yield [(1, x[p]) for p in across], "<=", case[2]
         return
     c, *xs = case
     yield [(1, x[p]) for p in across], "==", c
@@ -721,11 +730,11 @@ def add_case_rows(prob, pairs: list[tuple[int, int]], x: dict, groups, case, lab
     for terms, sense, rhs in _case_rows(pairs, x, groups, case,
                                         lambda name: prob.add_variable(name, 0, 1, cat="Binary"), labelled):
         expr = pulp.lpSum(c * v for c, v in terms)
-        prob += (expr == rhs) if sense == "==" else (expr >= rhs)
+        prob += (expr == rhs) if sense == "==" else (expr >= rhs) if sense == ">=" else (expr <= rhs)
 
 
 def add_case_rows_cpsat(m, pairs: list[tuple[int, int]], x: dict, groups, case, labelled: bool = False) -> None:
     """`add_case_rows` for a CP-SAT model."""
     for terms, sense, rhs in _case_rows(pairs, x, groups, case, m.NewBoolVar, labelled):
         expr = sum(c * v for c, v in terms)
-        m.Add(expr == rhs) if sense == "==" else m.Add(expr >= rhs)
+        m.Add(expr == rhs) if sense == "==" else m.Add(expr >= rhs) if sense == ">=" else m.Add(expr <= rhs)
