@@ -191,7 +191,6 @@ def phases_case_bound(problem: WiringProblem, pg: PhaseGroups, V: float, params,
     return probed(info, cases, unsettled, bound, t0)
 
 
-
 def phases_model(problem: WiringProblem, pg: PhaseGroups, params, solve=None):
     """`whole(case, seconds)` for `phases_case_bound`: the phases model (`phased.solve_milp_phases`, or
     `solve`) restricted to the case, both stages (`exact._two_stage`), no start (its bound is the case's)."""
